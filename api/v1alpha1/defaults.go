@@ -1,0 +1,54 @@
+package v1alpha1
+
+import corev1 "k8s.io/api/core/v1"
+
+// Defaults of SPEC §3, mirrored by the +kubebuilder:default markers so that
+// an actor reads the same whether or not the API server defaulted it.
+const (
+	DefaultSidecarImage     = "asya-sidecar:latest"
+	DefaultProcessing       = 300
+	DefaultGracefulShutdown = 30
+	DefaultMinReplicas      = 0
+	DefaultMaxReplicas      = 50
+	DefaultPollingInterval  = 10
+	DefaultCooldownPeriod   = 60
+	DefaultQueueLength      = 5
+	DefaultReplicas         = 1
+	DefaultPythonExecutable = "python3"
+)
+
+// WithDefaults returns a copy of spec with every unset field defaulted. The
+// sidecar image is left alone: its default comes from the service config.
+func (spec AsyncActorSpec) WithDefaults() AsyncActorSpec {
+	if spec.Sidecar.ImagePullPolicy == "" {
+		spec.Sidecar.ImagePullPolicy = corev1.PullIfNotPresent
+	}
+	if spec.Timeout.Processing == 0 {
+		spec.Timeout.Processing = DefaultProcessing
+	}
+	spec.Timeout.GracefulShutdown = orDefault(spec.Timeout.GracefulShutdown, DefaultGracefulShutdown)
+	spec.Scaling.MinReplicas = orDefault(spec.Scaling.MinReplicas, DefaultMinReplicas)
+	spec.Scaling.MaxReplicas = orDefault(spec.Scaling.MaxReplicas, DefaultMaxReplicas)
+	spec.Scaling.CooldownPeriod = orDefault(spec.Scaling.CooldownPeriod, DefaultCooldownPeriod)
+	if spec.Scaling.PollingInterval == 0 {
+		spec.Scaling.PollingInterval = DefaultPollingInterval
+	}
+	if spec.Scaling.QueueLength == 0 {
+		spec.Scaling.QueueLength = DefaultQueueLength
+	}
+	if spec.Workload.Kind == "" {
+		spec.Workload.Kind = KindDeployment
+	}
+	spec.Workload.Replicas = orDefault(spec.Workload.Replicas, DefaultReplicas)
+	if spec.Workload.PythonExecutable == "" {
+		spec.Workload.PythonExecutable = DefaultPythonExecutable
+	}
+	return spec
+}
+
+func orDefault[T int32 | int64](v *T, def T) *T {
+	if v != nil {
+		return v
+	}
+	return &def
+}

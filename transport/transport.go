@@ -1,0 +1,89 @@
+// Package transport is the only place asya-sync does IO besides HTTP: it
+// ensures, deletes and counts actor queues on the configured brokers. The
+// broker implementations live in subpackages; this package holds the plain
+// types the rest of the service sees.
+package transport
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+)
+
+// QueueName is the queue of an actor: the sidecar's convention.
+func QueueName(actor string) string { return "asya-" + actor }
+
+// Queue says which queue to act on, and with what settings.
+type Queue struct {
+	// Actor is the actor's name; the queue is QueueName(Actor).
+	Actor string
+	// Namespace is the actor's namespace (used for SQS tags).
+	Namespace string
+	// ProcessingTimeout is spec.timeout.processing in seconds; SQS derives
+	// its visibility timeout from it.
+	ProcessingTimeout int32
+}
+
+// Name is the queue's name on the broker.
+func (q Queue) Name() string { return QueueName(q.Actor) }
+
+// Counts are message counts of a queue; nil means unknown.
+type Counts struct {
+	Queued     *int64
+	Processing *int64
+}
+
+// Transport manages queues on one configured broker. Implementations are
+// safe for concurrent use and idempotent.
+type Transport interface {
+	// Ensure makes the queue exist with the configured settings, or, with
+	// autoCreate off, checks that it exists. It never deletes a queue.
+	Ensure(ctx context.Context, q Queue) error
+	// Delete removes the queue (and its DLQ), messages and all. A queue
+	// that is already gone is not an error.
+	Delete(ctx context.Context, q Queue) error
+	// Counts reads the queue's message counts.
+	Counts(ctx context.Context, q Queue) (Counts, error)
+	// Close releases connections.
+	Close() error
+}
+
+// Reasons a queue operation failed; they become condition reasons.
+const (
+	ReasonBrokerUnavailable    = "BrokerUnavailable"
+	ReasonQueueNotFound        = "QueueNotFound"
+	ReasonQueueDeletedRecently = "QueueDeletedRecently"
+	ReasonQueueConflict        = "QueueConflict"
+	ReasonQueueError           = "QueueError"
+)
+
+// Error is a queue operation failure, with a reason for status and, where
+// the broker dictates it, how long to wait before trying again.
+type Error struct {
+	Reason     string
+	Message    string
+	RetryAfter time.Duration
+	Err        error
+}
+
+func (e *Error) Error() string {
+	if e.Err != nil {
+		return fmt.Sprintf("%s: %s: %v", e.Reason, e.Message, e.Err)
+	}
+	return fmt.Sprintf("%s: %s", e.Reason, e.Message)
+}
+
+func (e *Error) Unwrap() error { return e.Err }
+
+// AsError returns err as an *Error, classifying an unknown error as QueueError.
+func AsError(err error) *Error {
+	if err == nil {
+		return nil
+	}
+	var te *Error
+	if errors.As(err, &te) {
+		return te
+	}
+	return &Error{Reason: ReasonQueueError, Message: err.Error()}
+}
