@@ -1,0 +1,55 @@
+// Package children builds the desired children of an AsyncActor. Every
+// function here is pure: the same Input always gives the same objects.
+package children
+
+import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/asya-sh/asya-sync/api/v1alpha1"
+	"github.com/asya-sh/asya-sync/config"
+)
+
+// Input is everything the builders read.
+type Input struct {
+	// Actor is the parent, with Spec already defaulted (WithDefaults).
+	Actor *v1alpha1.AsyncActor
+	// Transport is the actor's transport from the service configuration.
+	Transport config.Transport
+	// SidecarImage is the service-wide default sidecar image.
+	SidecarImage string
+	// GatewayURL is passed to sidecars as ASYA_GATEWAY_URL.
+	GatewayURL string
+	// RuntimeScript is the asya_runtime.py source and its hash.
+	RuntimeScript string
+	RuntimeHash   string
+}
+
+// Label keys and values shared by all children.
+const (
+	LabelName      = "app.kubernetes.io/name"
+	LabelManagedBy = "app.kubernetes.io/managed-by"
+	LabelActor     = "asya.sh/asya"
+	LabelApp       = "app"
+	LabelWorkload  = "asya.sh/workload"
+	ManagedBy      = "asya-sync"
+)
+
+// Labels are the labels every child of the actor carries.
+func Labels(actor string) map[string]string {
+	return map[string]string{LabelName: actor, LabelManagedBy: ManagedBy, LabelActor: actor}
+}
+
+// objectMeta is the metadata of a child named name.
+func (in Input) objectMeta(name string) metav1.ObjectMeta {
+	return metav1.ObjectMeta{Name: name, Namespace: in.Actor.Namespace, Labels: Labels(in.Actor.Name)}
+}
+
+// Child names, derived from the actor's name.
+func RuntimeConfigMapName(actor string) string      { return actor + "-asya-runtime" }
+func ServiceAccountName(actor string) string        { return "asya-" + actor }
+func TriggerAuthenticationName(actor string) string { return actor + "-trigger-auth" }
+
+// usesIRSA reports whether the actor's pods run as the IRSA ServiceAccount.
+func (in Input) usesIRSA() bool {
+	return in.Transport.SQS != nil && in.Transport.SQS.ActorRoleArn != ""
+}
