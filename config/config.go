@@ -4,9 +4,11 @@ package config
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"sort"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -183,7 +185,7 @@ func decodeStrict(data []byte, into any) error {
 	dec := json.NewDecoder(bytes.NewReader(j))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(into); err != nil {
-		return fmt.Errorf("%w", err)
+		return errors.New(strings.TrimPrefix(err.Error(), "json: "))
 	}
 	return nil
 }

@@ -20,24 +20,23 @@ func (rt rawTransport) build(name string) (Transport, error) {
 	if len(cfg) == 0 || string(cfg) == "null" {
 		cfg = json.RawMessage("{}")
 	}
-	var err error
+	var settings interface{ defaultAndCheck() error }
 	switch rt.Type {
 	case TypeRabbitMQ:
 		t.RabbitMQ = &RabbitMQ{}
-		if err = decodeStrict(cfg, t.RabbitMQ); err == nil {
-			err = t.RabbitMQ.defaultAndCheck()
-		}
+		settings = t.RabbitMQ
 	case TypeSQS:
 		t.SQS = &SQS{}
-		if err = decodeStrict(cfg, t.SQS); err == nil {
-			err = t.SQS.defaultAndCheck()
-		}
+		settings = t.SQS
 	case "":
 		return t, errors.New("type: required (rabbitmq or sqs)")
 	default:
 		return t, fmt.Errorf("type: unknown transport type %q (want rabbitmq or sqs)", rt.Type)
 	}
-	if err != nil {
+	if err := decodeStrict(cfg, settings); err != nil {
+		return t, fmt.Errorf("config: %w", err)
+	}
+	if err := settings.defaultAndCheck(); err != nil {
 		return t, fmt.Errorf("config.%w", err)
 	}
 	return t, nil

@@ -1,0 +1,93 @@
+package config
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	_ "github.com/asya-sh/asya-sync/internal/golden" // accepts -update like every test package
+)
+
+func TestParseDefaults(t *testing.T) {
+	cfg, err := Parse([]byte(`
+transports:
+  rabbitmq: {type: rabbitmq, config: {host: mq}}
+  sqs: {type: sqs, enabled: false, config: {region: eu-west-1, accountId: "1"}}
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.QueueCacheTTL.Duration != 5*time.Minute {
+		t.Errorf("queueCacheTTL = %v, want 5m", cfg.QueueCacheTTL.Duration)
+	}
+	rmq := cfg.Transports["rabbitmq"]
+	wantRMQ := &RabbitMQ{Host: "mq", Port: 5672, VHost: "/", Username: "guest", Queues: Queues{DLQ: DLQ{MaxRetryCount: 3}}}
+	if diff := cmp.Diff(wantRMQ, rmq.RabbitMQ); diff != "" {
+		t.Errorf("rabbitmq defaults (-want +got):\n%s", diff)
+	}
+	if !rmq.Enabled || rmq.Name != "rabbitmq" || !rmq.RabbitMQ.Queues.AutoCreateQueues() {
+		t.Errorf("rabbitmq: enabled=%v name=%q autoCreate=%v", rmq.Enabled, rmq.Name, rmq.RabbitMQ.Queues.AutoCreateQueues())
+	}
+	sqs := cfg.Transports["sqs"]
+	if sqs.Enabled || *sqs.SQS.WaitTimeSeconds != 20 || sqs.SQS.Queues.DLQ.RetentionDays != 14 {
+		t.Errorf("sqs: enabled=%v wait=%d retention=%d", sqs.Enabled, *sqs.SQS.WaitTimeSeconds, sqs.SQS.Queues.DLQ.RetentionDays)
+	}
+	if diff := cmp.Diff([]string{"rabbitmq", "sqs"}, cfg.TransportNames()); diff != "" {
+		t.Errorf("names (-want +got):\n%s", diff)
+	}
+}
+
+func TestParseErrorsNameTheKey(t *testing.T) {
+	tests := []struct {
+		name, yaml, want string
+	}{
+		{"unknown top-level key", "sidecarImag: x", `unknown field "sidecarImag"`},
+		{"unknown transport key", "transports: {r: {type: rabbitmq, enable: true, config: {host: h}}}", `unknown field "enable"`},
+		{"unknown config key", "transports: {r: {type: rabbitmq, config: {host: h, hots: x}}}", `transports.r.config: unknown field "hots"`},
+		{"missing type", "transports: {r: {config: {host: h}}}", "transports.r.type: required"},
+		{"unknown type", "transports: {r: {type: kafka}}", `transports.r.type: unknown transport type "kafka"`},
+		{"rabbitmq without host", "transports: {r: {type: rabbitmq}}", "transports.r.config.host: required"},
+		{"bad port", "transports: {r: {type: rabbitmq, config: {host: h, port: 70000}}}", "transports.r.config.port: 70000"},
+		{"half a secret ref", "transports: {r: {type: rabbitmq, config: {host: h, passwordSecretRef: {name: s}}}}", "transports.r.config.passwordSecretRef: needs both"},
+		{"sqs without region", "transports: {s: {type: sqs, config: {accountId: '1'}}}", "transports.s.config.region: required"},
+		{"sqs without account", "transports: {s: {type: sqs, config: {region: r}}}", "transports.s.config.accountId: required"},
+		{"sqs wait too long", "transports: {s: {type: sqs, config: {region: r, accountId: '1', waitTimeSeconds: 30}}}", "transports.s.config.waitTimeSeconds: 30"},
+		{"sqs half credentials", "transports: {s: {type: sqs, config: {region: r, accountId: '1', credentials: {accessKeyIdSecretRef: {name: a, key: b}}}}}", "transports.s.config.credentials: set both"},
+		{"retention on rabbitmq", "transports: {r: {type: rabbitmq, config: {host: h, queues: {dlq: {retentionDays: 3}}}}}", "transports.r.config.queues.dlq.retentionDays"},
+		{"sqs retention too long", "transports: {s: {type: sqs, config: {region: r, accountId: '1', queues: {dlq: {retentionDays: 20}}}}}", "transports.s.config.queues.dlq.retentionDays: 20"},
+		{"negative ttl", "queueCacheTTL: -1m", "queueCacheTTL: must not be negative"},
+		{"bad ttl", "queueCacheTTL: soon", "soon"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := Parse([]byte(tt.yaml))
+			if err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Errorf("error = %v, want it to contain %q", err, tt.want)
+			}
+		})
+	}
+}
+
+func TestSecretRefs(t *testing.T) {
+	cfg, err := Parse([]byte(`
+transports:
+  r: {type: rabbitmq, config: {host: h, passwordSecretRef: {name: mq, key: pw}}}
+  s: {type: sqs, config: {region: r, accountId: "1", credentials: {accessKeyIdSecretRef: {name: aws, key: id}, secretAccessKeySecretRef: {name: aws, key: secret}}}}
+  plain: {type: rabbitmq, config: {host: h}}
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tests := map[string][]SecretKeyRef{
+		"r":     {{Name: "mq", Key: "pw"}},
+		"s":     {{Name: "aws", Key: "id"}, {Name: "aws", Key: "secret"}},
+		"plain": nil,
+	}
+	for name, want := range tests {
+		if diff := cmp.Diff(want, cfg.Transports[name].SecretRefs()); diff != "" {
+			t.Errorf("%s (-want +got):\n%s", name, diff)
+		}
+	}
+}
