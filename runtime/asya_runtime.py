@@ -1,6 +1,345 @@
 #!/usr/bin/env python3
-"""Asya actor runtime: serves the user's handler over a Unix socket."""
+"""Asya actor runtime.
+
+Serves the handler named by ASYA_HANDLER on a Unix socket for the asya-sidecar.
+Each connection carries one request and one response, each framed as a 4-byte
+big-endian length followed by that many bytes of UTF-8 JSON. The response is
+always a JSON array. Python 3.7+, standard library only.
+"""
+import importlib
+import inspect
+import json
+import logging
+import os
+import select
+import signal
+import socket
+import stat
+import struct
 import sys
+import traceback
+
+log = logging.getLogger("asya-runtime")
+
+READY_FILE = "runtime-ready"
+CHUNK = 1 << 20
+# A client that connects and then goes silent must not block this
+# single-threaded server forever.
+IO_TIMEOUT = 60.0
+
+
+class LoadError(Exception):
+    """The handler named by ASYA_HANDLER cannot be used."""
+
+
+class ParseError(Exception):
+    """The request is not valid JSON or not a valid envelope."""
+
+
+class RouteError(Exception):
+    """An envelope-mode handler rewrote the already-processed route."""
+
+
+def env_bool(name, default):
+    value = os.environ.get(name)
+    if value is None or value.strip() == "":
+        return default
+    return value.strip().lower() not in ("false", "0", "no", "off")
+
+
+class Config:
+    def __init__(self, env):
+        self.socket_dir = env.get("ASYA_SOCKET_DIR") or "/var/run/asya"
+        self.socket_path = os.path.join(self.socket_dir, env.get("ASYA_SOCKET_NAME") or "asya-runtime.sock")
+        self.ready_path = os.path.join(self.socket_dir, READY_FILE)
+        self.handler = env.get("ASYA_HANDLER", "")
+        self.mode = (env.get("ASYA_HANDLER_MODE") or "payload").strip().lower()
+        self.validate = env_bool("ASYA_ENABLE_VALIDATION", True)
+        try:
+            self.chmod = int(env.get("ASYA_SOCKET_CHMOD") or "666", 8)
+            self.max_size = int(env.get("ASYA_MAX_MESSAGE_SIZE") or 64 << 20)
+        except ValueError as e:
+            raise LoadError("invalid ASYA_SOCKET_CHMOD or ASYA_MAX_MESSAGE_SIZE: %s" % e)
+        if self.mode not in ("payload", "envelope"):
+            raise LoadError("ASYA_HANDLER_MODE must be payload or envelope, got %r" % self.mode)
+
+
+# ---- handler loading ----
+
+def load_handler(spec):
+    parts = spec.split(".")
+    if len(parts) < 2 or not all(parts):
+        raise LoadError("ASYA_HANDLER must be module.function or module.Class.method, got %r" % spec)
+    # The module may itself be dotted (package.module), so try the longest
+    # importable prefix first. Only "this prefix is not a module" moves on to
+    # a shorter one; any other import failure is the user's and is reported.
+    for i in range(len(parts) - 1, 0, -1):
+        name = ".".join(parts[:i])
+        try:
+            module = importlib.import_module(name)
+        except ModuleNotFoundError as e:
+            if e.name and (name == e.name or name.startswith(e.name + ".")):
+                continue
+            raise
+        return resolve(module, parts[i:])
+    raise LoadError("no module named %r" % parts[0])
+
+
+def resolve(module, rest):
+    def attr(obj, name):
+        if not hasattr(obj, name):
+            raise LoadError("%s has no attribute %r" % (getattr(obj, "__name__", obj), name))
+        return getattr(obj, name)
+
+    if len(rest) == 1:
+        fn = attr(module, rest[0])
+        if inspect.isclass(fn):
+            raise LoadError("%s is a class; name a method: module.Class.method" % rest[0])
+    elif len(rest) == 2:
+        cls = attr(module, rest[0])
+        if not inspect.isclass(cls):
+            raise LoadError("%s is not a class" % rest[0])
+        fn = attr(instantiate(cls), rest[1])
+    else:
+        raise LoadError("cannot resolve %r in module %s" % (".".join(rest), module.__name__))
+    if not callable(fn):
+        raise LoadError("%s is not callable" % ".".join(rest))
+    return fn
+
+
+def instantiate(cls):
+    # Check the constructor before calling it, so that a class needing
+    # arguments gets a clear message rather than a bare TypeError.
+    try:
+        inspect.signature(cls).bind()
+    except TypeError as e:
+        raise LoadError("class %s needs constructor arguments (%s); handler classes are created with none"
+                        % (cls.__name__, e))
+    except ValueError:
+        pass  # no introspectable signature; just try
+    return cls()
+
+
+# ---- message processing ----
+
+def parse(raw):
+    try:
+        msg = json.loads(raw.decode("utf-8"))
+    except (UnicodeDecodeError, ValueError) as e:
+        raise ParseError("invalid JSON: %s" % e)
+    check_envelope(msg, "request")
+    if "payload" not in msg:
+        raise ParseError("request: missing payload")
+    if "headers" in msg and msg["headers"] is not None and not isinstance(msg["headers"], dict):
+        raise ParseError("request: headers must be an object")
+    return msg
+
+
+def check_envelope(msg, what, error=ParseError):
+    if not isinstance(msg, dict):
+        raise error("%s: envelope must be an object" % what)
+    route = msg.get("route")
+    if not isinstance(route, dict):
+        raise error("%s: missing or invalid route" % what)
+    actors, current = route.get("actors"), route.get("current")
+    if not isinstance(actors, list) or not all(isinstance(a, str) for a in actors):
+        raise error("%s: route.actors must be a list of strings" % what)
+    # bool is an int in Python; a JSON true is not a position.
+    if not isinstance(current, int) or isinstance(current, bool) or current < 0:
+        raise error("%s: route.current must be a non-negative integer" % what)
+
+
+def as_list(result):
+    if result is None:
+        return []
+    return result if isinstance(result, list) else [result]
+
+
+def run_payload(handler, msg):
+    route = msg["route"]
+    out = []
+    for value in as_list(handler(msg["payload"])):
+        item = {"payload": value, "route": {"actors": list(route["actors"]), "current": route["current"] + 1}}
+        for key in ("headers", "id"):
+            if key in msg:
+                item[key] = msg[key]
+        out.append(item)
+    return out
+
+
+def run_envelope(handler, msg, validate):
+    # Copy before the call: the handler may edit the envelope in place.
+    done = list(msg["route"]["actors"][:msg["route"]["current"] + 1])
+    out = as_list(handler(msg))
+    if validate:
+        for i, item in enumerate(out):
+            check_envelope(item, "result %d" % i, RouteError)
+            if item["route"]["actors"][:len(done)] != done:
+                raise RouteError("result %d: route rewrites processed actors %s into %s"
+                                 % (i, done, item["route"]["actors"][:len(done)]))
+    return out
+
+
+def error_response(kind, exc, with_traceback):
+    details = {"message": str(exc), "type": type(exc).__name__}
+    if with_traceback:
+        details["traceback"] = traceback.format_exc()
+    return [{"error": kind, "details": details}]
+
+
+def process(raw, handler, cfg):
+    """Turns one request into the encoded response; never raises."""
+    try:
+        msg = parse(raw)
+    except ParseError as e:
+        log.warning("rejecting message: %s", e)
+        return encode(error_response("msg_parsing_error", e, False))
+    try:
+        if cfg.mode == "envelope":
+            out = run_envelope(handler, msg, cfg.validate)
+        else:
+            out = run_payload(handler, msg)
+        # Encoding is part of processing: a result JSON cannot carry
+        # (a set, NaN) is the handler's error.
+        return encode(out)
+    except Exception as e:
+        log.warning("handler failed: %s: %s", type(e).__name__, e)
+        return encode(error_response("processing_error", e, True))
+
+
+def encode(value):
+    return json.dumps(value, allow_nan=False, separators=(",", ":")).encode("utf-8")
+
+
+# ---- socket serving ----
+
+def recv_exact(conn, n):
+    """Reads exactly n bytes, or returns what arrived before the peer closed."""
+    buf = bytearray()
+    while len(buf) < n:
+        chunk = conn.recv(min(n - len(buf), CHUNK))
+        if not chunk:
+            break
+        buf += chunk
+    return bytes(buf)
+
+
+def serve_connection(conn, handler, cfg):
+    conn.settimeout(IO_TIMEOUT)
+    try:
+        head = recv_exact(conn, 4)
+    except (ConnectionError, socket.timeout):
+        head = b""
+    if len(head) < 4:
+        # The sidecar opens and closes the socket to check the runtime is up.
+        log.debug("probe connection (%d bytes), ignored", len(head))
+        return
+    (size,) = struct.unpack(">I", head)
+    if size > cfg.max_size:
+        err = ParseError("message of %d bytes exceeds ASYA_MAX_MESSAGE_SIZE (%d)" % (size, cfg.max_size))
+        log.warning("%s", err)
+        body = encode(error_response("msg_parsing_error", err, False))
+    else:
+        raw = recv_exact(conn, size)
+        if len(raw) < size:
+            log.warning("connection closed after %d of %d bytes; message dropped", len(raw), size)
+            return
+        body = process(raw, handler, cfg)
+    conn.sendall(struct.pack(">I", len(body)) + body)
+
+
+def bind(cfg):
+    os.makedirs(cfg.socket_dir, exist_ok=True)
+    # A socket left by a previous run (same emptyDir, restarted container)
+    # would make bind fail.
+    try:
+        if not stat.S_ISDIR(os.lstat(cfg.socket_path).st_mode):
+            os.unlink(cfg.socket_path)
+    except FileNotFoundError:
+        pass
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    sock.bind(cfg.socket_path)
+    os.chmod(cfg.socket_path, cfg.chmod)
+    sock.listen(socket.SOMAXCONN)
+    return sock
+
+
+def remove(path):
+    try:
+        os.unlink(path)
+    except FileNotFoundError:
+        pass
+
+
+def on_stop_signals():
+    """Installs the SIGTERM/SIGINT handlers; returns (stop requests, wakeup socket)."""
+    stopping = []
+    # The signal handler only records the request; the wakeup socket makes
+    # select return, so a message in hand is always finished first and a
+    # signal arriving just before select is never missed.
+    wake_r, wake_w = socket.socketpair()
+    wake_w.setblocking(False)
+    wake_r.setblocking(False)
+    signal.set_wakeup_fd(wake_w.fileno())
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(sig, lambda signum, frame: stopping.append(signum))
+    return stopping, (wake_r, wake_w)
+
+
+def serve(sock, handler, cfg, stopping, wake_r):
+    while not stopping:
+        readable, _, _ = select.select([sock, wake_r], [], [])
+        if wake_r in readable:
+            try:
+                wake_r.recv(64)
+            except BlockingIOError:
+                pass
+            continue
+        conn, _ = sock.accept()
+        with conn:
+            try:
+                serve_connection(conn, handler, cfg)
+            except OSError as e:
+                log.warning("connection error: %s", e)
+    log.info("signal %d received, shutting down", stopping[0])
+
+
+def main():
+    level = os.environ.get("ASYA_LOG_LEVEL", "INFO").strip().upper()
+    logging.basicConfig(stream=sys.stderr, level=getattr(logging, level, logging.INFO),
+                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    try:
+        cfg = Config(os.environ)
+        # A ready file from a previous run must not announce a handler that
+        # has not loaded yet.
+        os.makedirs(cfg.socket_dir, exist_ok=True)
+        remove(cfg.ready_path)
+        handler = load_handler(cfg.handler)
+    except LoadError as e:
+        log.error("cannot start: %s", e)
+        return 1
+    except Exception:
+        log.exception("cannot load handler %r", os.environ.get("ASYA_HANDLER", ""))
+        return 1
+    # Handlers go in before the socket exists, so that no signal can leave
+    # a socket or ready file behind.
+    stopping, wake = on_stop_signals()
+    try:
+        sock = bind(cfg)
+    except OSError as e:
+        log.error("cannot listen on %s: %s", cfg.socket_path, e)
+        return 1
+    try:
+        with open(cfg.ready_path, "w") as f:
+            f.write("%d\n" % os.getpid())
+        log.info("serving %s (%s mode) on %s", cfg.handler, cfg.mode, cfg.socket_path)
+        serve(sock, handler, cfg, stopping, wake[0])
+    finally:
+        sock.close()
+        remove(cfg.socket_path)
+        remove(cfg.ready_path)
+    return 0
+
 
 if __name__ == "__main__":
-    sys.exit("asya_runtime: not implemented yet")
+    sys.exit(main())
