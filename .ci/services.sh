@@ -1,0 +1,79 @@
+#!/usr/bin/env bash
+# Starts the brokers the integration tests talk to, on loopback:
+#   RabbitMQ 5672 with the management API on 15672 (guest/guest),
+#   local-aws-sqs (an SQS emulator) on $ASYA_SQS_PORT, default 9324.
+# Idempotent: anything already listening is left alone, and nothing is
+# installed twice. Works on a fresh Debian machine (as root or with sudo).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+SQS_PORT=${ASYA_SQS_PORT:-9324}
+SQS_VERSION=2.0.2
+SQS_DIR=.cache/local-aws-sqs
+WAIT_SECONDS=90
+
+SUDO=""
+if [ "$(id -u)" != 0 ] && command -v sudo >/dev/null; then SUDO=sudo; fi
+export PATH="$PATH:/usr/sbin:/sbin"
+
+listening() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
+
+wait_for_port() { # port name
+  local deadline=$((SECONDS + WAIT_SECONDS))
+  until listening "$1"; do
+    if [ "$SECONDS" -ge "$deadline" ]; then
+      echo "$2 is not listening on 127.0.0.1:$1 after ${WAIT_SECONDS}s" >&2
+      return 1
+    fi
+    sleep 1
+  done
+}
+
+apt_updated=""
+apt_install() { # packages...
+  if [ -z "$apt_updated" ]; then
+    $SUDO apt-get update -qq
+    apt_updated=1
+  fi
+  $SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "$@"
+}
+
+start_rabbitmq() {
+  if ! listening 5672; then
+    command -v rabbitmq-server >/dev/null || apt_install rabbitmq-server
+    # The init script works with and without systemd; a bare container may
+    # have neither, so fall back to starting the node directly.
+    $SUDO service rabbitmq-server start >/dev/null 2>&1 || $SUDO rabbitmq-server -detached
+    wait_for_port 5672 RabbitMQ
+  fi
+  if ! listening 15672; then
+    $SUDO rabbitmq-plugins enable --quiet rabbitmq_management >/dev/null
+    wait_for_port 15672 "RabbitMQ management"
+  fi
+  echo "RabbitMQ:      amqp://guest:guest@127.0.0.1:5672/ (management http://127.0.0.1:15672)"
+}
+
+start_sqs() {
+  if ! listening "$SQS_PORT"; then
+    command -v npm >/dev/null || apt_install nodejs npm
+    if [ ! -d "$SQS_DIR/node_modules/local-aws-sqs" ]; then
+      mkdir -p "$SQS_DIR"
+      npm install --prefix "$SQS_DIR" --no-audit --no-fund --loglevel=error "local-aws-sqs@$SQS_VERSION"
+    fi
+    # local-aws-sqs is a library without a command line: start its server
+    # from a one-line script. It emulates the 60 s wait after DeleteQueue.
+    SQS_PORT=$SQS_PORT setsid nohup node -e '
+      const { createSqsServer } = require(process.argv[1]);
+      createSqsServer({ port: Number(process.env.SQS_PORT), hostname: "127.0.0.1",
+                        region: "us-east-1", accountId: "000000000000" });
+    ' "$PWD/$SQS_DIR/node_modules/local-aws-sqs" >"$SQS_DIR/server.log" 2>&1 </dev/null &
+    echo $! >"$SQS_DIR/server.pid"
+    wait_for_port "$SQS_PORT" local-aws-sqs
+  fi
+  local pid="?"
+  [ -f "$SQS_DIR/server.pid" ] && pid=$(cat "$SQS_DIR/server.pid")
+  echo "local-aws-sqs: http://127.0.0.1:$SQS_PORT (pid $pid, log $SQS_DIR/server.log)"
+}
+
+start_rabbitmq
+start_sqs
