@@ -47,6 +47,14 @@ def env_bool(name, default):
     return value.strip().lower() not in ("false", "0", "no", "off")
 
 
+def env_int(env, name, default, base):
+    value = env.get(name) or default
+    try:
+        return int(value, base)
+    except ValueError:
+        raise ValueError("%s must be a base-%d integer, got %r" % (name, base, value))
+
+
 class Config:
     def __init__(self, env):
         self.socket_dir = env.get("ASYA_SOCKET_DIR") or "/var/run/asya"
@@ -55,13 +63,10 @@ class Config:
         self.handler = env.get("ASYA_HANDLER", "")
         self.mode = (env.get("ASYA_HANDLER_MODE") or "payload").strip().lower()
         self.validate = env_bool("ASYA_ENABLE_VALIDATION", True)
-        try:
-            self.chmod = int(env.get("ASYA_SOCKET_CHMOD") or "666", 8)
-            self.max_size = int(env.get("ASYA_MAX_MESSAGE_SIZE") or 64 << 20)
-        except ValueError as e:
-            raise LoadError("invalid ASYA_SOCKET_CHMOD or ASYA_MAX_MESSAGE_SIZE: %s" % e)
+        self.chmod = env_int(env, "ASYA_SOCKET_CHMOD", "666", 8)
+        self.max_size = env_int(env, "ASYA_MAX_MESSAGE_SIZE", str(64 << 20), 10)
         if self.mode not in ("payload", "envelope"):
-            raise LoadError("ASYA_HANDLER_MODE must be payload or envelope, got %r" % self.mode)
+            raise ValueError("ASYA_HANDLER_MODE must be payload or envelope, got %r" % self.mode)
 
 
 # ---- handler loading ----
@@ -69,7 +74,7 @@ class Config:
 def load_handler(spec):
     parts = spec.split(".")
     if len(parts) < 2 or not all(parts):
-        raise LoadError("ASYA_HANDLER must be module.function or module.Class.method, got %r" % spec)
+        raise LoadError("expected module.function or module.Class.method")
     # The module may itself be dotted (package.module), so try the longest
     # importable prefix first. Only "this prefix is not a module" moves on to
     # a shorter one; any other import failure is the user's and is reported.
@@ -88,7 +93,7 @@ def load_handler(spec):
 def resolve(module, rest):
     def attr(obj, name):
         if not hasattr(obj, name):
-            raise LoadError("%s has no attribute %r" % (getattr(obj, "__name__", obj), name))
+            raise LoadError("%r has no attribute %r" % (getattr(obj, "__name__", obj), name))
         return getattr(obj, name)
 
     if len(rest) == 1:
@@ -305,21 +310,24 @@ def serve(sock, handler, cfg, stopping, wake_r):
 
 
 def main():
-    level = os.environ.get("ASYA_LOG_LEVEL", "INFO").strip().upper()
-    logging.basicConfig(stream=sys.stderr, level=getattr(logging, level, logging.INFO),
+    level = getattr(logging, os.environ.get("ASYA_LOG_LEVEL", "INFO").strip().upper(), None)
+    logging.basicConfig(stream=sys.stderr, level=level if isinstance(level, int) else logging.INFO,
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     try:
         cfg = Config(os.environ)
         # A ready file from a previous run must not announce a handler that
         # has not loaded yet.
-        os.makedirs(cfg.socket_dir, exist_ok=True)
         remove(cfg.ready_path)
-        handler = load_handler(cfg.handler)
-    except LoadError as e:
+    except (ValueError, OSError) as e:
         log.error("cannot start: %s", e)
         return 1
+    try:
+        handler = load_handler(cfg.handler)
+    except LoadError as e:
+        log.error("cannot load handler %r: %s", cfg.handler, e)
+        return 1
     except Exception:
-        log.exception("cannot load handler %r", os.environ.get("ASYA_HANDLER", ""))
+        log.exception("cannot load handler %r: import failed", cfg.handler)
         return 1
     # Handlers go in before the socket exists, so that no signal can leave
     # a socket or ready file behind.
