@@ -22,6 +22,9 @@ type Input struct {
 	// RuntimeScript is the asya_runtime.py source and its hash.
 	RuntimeScript string
 	RuntimeHash   string
+	// NoKEDA is set when the cluster has no KEDA: the workload then keeps
+	// spec.workload.replicas and no ScaledObject is built.
+	NoKEDA bool
 }
 
 // Label keys and values shared by all children.

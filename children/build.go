@@ -1,0 +1,33 @@
+package children
+
+import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+)
+
+// Object is a Kubernetes object with metadata.
+type Object interface {
+	metav1.Object
+	runtime.Object
+}
+
+// Build returns every desired child of the actor, in the order they are
+// best applied: identities and data before the workload that uses them,
+// the workload before what scales it.
+func Build(in Input) []Object {
+	var objs []Object
+	if sa := ServiceAccount(in); sa != nil {
+		objs = append(objs, sa)
+	}
+	objs = append(objs, RuntimeConfigMap(in), Workload(in))
+	if !in.ScalingActive() {
+		return objs
+	}
+	if ta := TriggerAuthentication(in); ta != nil {
+		objs = append(objs, ta)
+	}
+	if so := ScaledObject(in); so != nil {
+		objs = append(objs, so)
+	}
+	return objs
+}

@@ -1,0 +1,118 @@
+package children
+
+import (
+	"strings"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+
+	"github.com/asya-sh/asya-sync/api/v1alpha1"
+)
+
+// Container names the service owns.
+const (
+	RuntimeContainer = "asya-runtime"
+	SidecarContainer = "asya-sidecar"
+)
+
+// AnnotationRuntimeHash rolls the pods when the runtime script changes: a
+// subPath mount never sees ConfigMap updates.
+const AnnotationRuntimeHash = "asya.sh/runtime-hash"
+
+// ScalingActive reports whether KEDA owns the replica count.
+func (in Input) ScalingActive() bool {
+	return in.Actor.Spec.Scaling.Enabled && !in.NoKEDA
+}
+
+// Workload returns the actor's Deployment or StatefulSet.
+func Workload(in Input) Object {
+	if in.Actor.Spec.Workload.Kind == v1alpha1.KindStatefulSet {
+		return StatefulSet(in)
+	}
+	return Deployment(in)
+}
+
+// Deployment returns the actor's workload as a Deployment.
+func Deployment(in Input) *appsv1.Deployment {
+	return &appsv1.Deployment{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "apps/v1", Kind: v1alpha1.KindDeployment},
+		ObjectMeta: in.objectMeta(in.Actor.Name),
+		Spec: appsv1.DeploymentSpec{
+			Replicas: in.replicas(),
+			Selector: &metav1.LabelSelector{MatchLabels: in.selectorLabels()},
+			Template: in.podTemplate(),
+		},
+	}
+}
+
+// StatefulSet returns the actor's workload as a StatefulSet. serviceName
+// names a headless Service the actor does not need; older API servers
+// require the field.
+func StatefulSet(in Input) *appsv1.StatefulSet {
+	return &appsv1.StatefulSet{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "apps/v1", Kind: v1alpha1.KindStatefulSet},
+		ObjectMeta: in.objectMeta(in.Actor.Name),
+		Spec: appsv1.StatefulSetSpec{
+			Replicas:    in.replicas(),
+			ServiceName: in.Actor.Name,
+			Selector:    &metav1.LabelSelector{MatchLabels: in.selectorLabels()},
+			Template:    in.podTemplate(),
+		},
+	}
+}
+
+// replicas is omitted when KEDA's HPA owns the count.
+func (in Input) replicas() *int32 {
+	if in.ScalingActive() {
+		return nil
+	}
+	return ptr.To(*in.Actor.Spec.Workload.Replicas)
+}
+
+func (in Input) selectorLabels() map[string]string {
+	name := in.Actor.Name
+	return map[string]string{
+		LabelApp:      name,
+		LabelActor:    name,
+		LabelWorkload: strings.ToLower(in.Actor.Spec.Workload.Kind),
+	}
+}
+
+// podTemplate is the user's template with the sidecar, the runtime wiring
+// and our labels and annotation added.
+func (in Input) podTemplate() corev1.PodTemplateSpec {
+	user := in.Actor.Spec.Workload.Template
+	spec := *user.Spec.DeepCopy()
+	for i := range spec.Containers {
+		if spec.Containers[i].Name == RuntimeContainer {
+			in.wireRuntime(&spec.Containers[i])
+		}
+	}
+	spec.Containers = append(spec.Containers, in.sidecar())
+	spec.Volumes = addVolumes(spec.Volumes, in.volumes())
+	spec.TerminationGracePeriodSeconds = ptr.To(*in.Actor.Spec.Timeout.GracefulShutdown)
+	if in.usesIRSA() {
+		spec.ServiceAccountName = ServiceAccountName(in.Actor.Name)
+	}
+	return corev1.PodTemplateSpec{
+		ObjectMeta: metav1.ObjectMeta{
+			Labels:      merged(user.Metadata.Labels, in.selectorLabels()),
+			Annotations: merged(user.Metadata.Annotations, map[string]string{AnnotationRuntimeHash: in.RuntimeHash}),
+		},
+		Spec: spec,
+	}
+}
+
+// merged returns base with extra laid over it, as a new map.
+func merged(base, extra map[string]string) map[string]string {
+	out := make(map[string]string, len(base)+len(extra))
+	for k, v := range base {
+		out[k] = v
+	}
+	for k, v := range extra {
+		out[k] = v
+	}
+	return out
+}
