@@ -40,8 +40,8 @@ class RouteError(Exception):
     """An envelope-mode handler rewrote the already-processed route."""
 
 
-def env_bool(name, default):
-    value = os.environ.get(name)
+def env_bool(env, name, default):
+    value = env.get(name)
     if value is None or value.strip() == "":
         return default
     return value.strip().lower() not in ("false", "0", "no", "off")
@@ -62,7 +62,7 @@ class Config:
         self.ready_path = os.path.join(self.socket_dir, READY_FILE)
         self.handler = env.get("ASYA_HANDLER", "")
         self.mode = (env.get("ASYA_HANDLER_MODE") or "payload").strip().lower()
-        self.validate = env_bool("ASYA_ENABLE_VALIDATION", True)
+        self.validate = env_bool(env, "ASYA_ENABLE_VALIDATION", True)
         self.chmod = env_int(env, "ASYA_SOCKET_CHMOD", "666", 8)
         self.max_size = env_int(env, "ASYA_MAX_MESSAGE_SIZE", str(64 << 20), 10)
         if self.mode not in ("payload", "envelope"):
@@ -92,9 +92,10 @@ def load_handler(spec):
 
 def resolve(module, rest):
     def attr(obj, name):
-        if not hasattr(obj, name):
+        value = getattr(obj, name, attr)  # attr itself: a sentinel no module holds
+        if value is attr:
             raise LoadError("%r has no attribute %r" % (getattr(obj, "__name__", obj), name))
-        return getattr(obj, name)
+        return value
 
     if len(rest) == 1:
         fn = attr(module, rest[0])
@@ -263,9 +264,18 @@ def bind(cfg):
     except FileNotFoundError:
         pass
     sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    sock.bind(cfg.socket_path)
-    os.chmod(cfg.socket_path, cfg.chmod)
-    sock.listen(socket.SOMAXCONN)
+    try:
+        sock.bind(cfg.socket_path)
+    except OSError:
+        sock.close()
+        raise
+    try:
+        os.chmod(cfg.socket_path, cfg.chmod)
+        sock.listen(socket.SOMAXCONN)
+    except OSError:
+        sock.close()
+        remove(cfg.socket_path)
+        raise
     return sock
 
 
