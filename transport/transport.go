@@ -1,7 +1,8 @@
 // Package transport is the only place asya-sync does IO besides HTTP: it
 // ensures, deletes and counts actor queues on the configured brokers. The
-// broker implementations live in subpackages; this package holds the plain
-// types the rest of the service sees.
+// contract the rest of the service sees is in this file; rabbitmq.go and
+// sqs.go implement it, cache.go spares the brokers repeated ensures, and
+// set.go opens one of each per configured transport.
 package transport
 
 import (
@@ -86,4 +87,9 @@ func AsError(err error) *Error {
 		return te
 	}
 	return &Error{Reason: ReasonQueueError, Message: err.Error()}
+}
+
+// Lookup finds the broker of a configured transport by name.
+type Lookup interface {
+	Get(name string) (Transport, bool)
 }

@@ -1,0 +1,135 @@
+package transport
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	"golang.org/x/sync/singleflight"
+)
+
+// Cached trusts a successful Ensure of a queue with the same settings for
+// a TTL, so that a steady-state sync makes no broker call; a queue deleted
+// by hand comes back once the TTL has passed. Concurrent Ensures of the
+// same queue and settings share one broker call. Counts and Delete always
+// reach the broker.
+type Cached struct {
+	inner  Transport
+	ttl    time.Duration
+	now    func() time.Time
+	flight singleflight.Group
+
+	mu      sync.Mutex
+	ensured map[string]ensuredQueue // by queue name
+	// generation changes with every Delete, so that an Ensure that raced
+	// a Delete is not remembered as if the queue were still there.
+	generation uint64
+	nextSweep  time.Time
+}
+
+type ensuredQueue struct {
+	queue Queue
+	until time.Time
+}
+
+// NewCached wraps inner; a TTL of zero or less turns caching off.
+func NewCached(inner Transport, ttl time.Duration, now func() time.Time) *Cached {
+	if now == nil {
+		now = time.Now
+	}
+	return &Cached{inner: inner, ttl: ttl, now: now, ensured: map[string]ensuredQueue{}}
+}
+
+// Ensure calls the broker unless the same queue with the same settings was
+// ensured less than the TTL ago. Callers that share a broker call share its
+// outcome, including a deadline of the first caller's context.
+func (c *Cached) Ensure(ctx context.Context, q Queue) error {
+	if c.ttl <= 0 {
+		return c.inner.Ensure(ctx, q)
+	}
+	if c.fresh(q) {
+		return nil
+	}
+	key := fmt.Sprintf("%s\x00%s\x00%d", q.Actor, q.Namespace, q.ProcessingTimeout)
+	result := c.flight.DoChan(key, func() (any, error) {
+		generation := c.currentGeneration()
+		err := c.inner.Ensure(ctx, q)
+		if err == nil {
+			c.remember(q, generation)
+		}
+		return nil, err
+	})
+	select {
+	case r := <-result:
+		return r.Err
+	case <-ctx.Done():
+		return &Error{Reason: ReasonBrokerUnavailable, Message: "waiting for the broker to ensure queue " + q.Name(), Err: ctx.Err()}
+	}
+}
+
+// Delete forgets the queue, before and after deleting it, so that no
+// Ensure running meanwhile is trusted afterwards.
+func (c *Cached) Delete(ctx context.Context, q Queue) error {
+	c.forget(q.Name())
+	defer c.forget(q.Name())
+	return c.inner.Delete(ctx, q)
+}
+
+// Counts reads the counts from the broker.
+func (c *Cached) Counts(ctx context.Context, q Queue) (Counts, error) { return c.inner.Counts(ctx, q) }
+
+// Close closes the wrapped transport.
+func (c *Cached) Close() error { return c.inner.Close() }
+
+func (c *Cached) fresh(q Queue) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	e, ok := c.ensured[q.Name()]
+	return ok && e.queue == q && c.now().Before(e.until)
+}
+
+func (c *Cached) currentGeneration() uint64 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.generation
+}
+
+func (c *Cached) remember(q Queue, generation uint64) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if generation != c.generation {
+		return
+	}
+	now := c.now()
+	c.ensured[q.Name()] = ensuredQueue{queue: q, until: now.Add(c.ttl)}
+	c.sweep(now)
+}
+
+// sweep drops expired entries, at most once per TTL, so memory stays
+// proportional to the queues ensured within the last two TTLs.
+func (c *Cached) sweep(now time.Time) {
+	if now.Before(c.nextSweep) {
+		return
+	}
+	for name, e := range c.ensured {
+		if !now.Before(e.until) {
+			delete(c.ensured, name)
+		}
+	}
+	c.nextSweep = now.Add(c.ttl)
+}
+
+func (c *Cached) forget(queue string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.generation++
+	delete(c.ensured, queue)
+}
+
+// cachedEntries is the number of remembered queues, for tests.
+func (c *Cached) cachedEntries() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return len(c.ensured)
+}

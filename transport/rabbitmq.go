@@ -1,0 +1,290 @@
+package transport
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"os"
+	"sort"
+	"strings"
+	"time"
+
+	amqp "github.com/rabbitmq/amqp091-go"
+
+	"github.com/asya-sh/asya-sync/config"
+)
+
+// maxOpenChannels bounds the channels one connection has open at a time,
+// well below the broker's default channel_max of 2047.
+const maxOpenChannels = 256
+
+// RabbitMQ manages actor queues on one RabbitMQ transport over one
+// long-lived AMQP connection. Every operation uses a channel of its own:
+// a broker error closes the channel it happened on.
+type RabbitMQ struct {
+	name     string
+	cfg      config.RabbitMQ
+	conn     *amqpConnection
+	channels chan struct{}
+	http     *http.Client
+}
+
+// NewRabbitMQ returns the transport; it connects on first use.
+func NewRabbitMQ(name string, cfg config.RabbitMQ, httpClient *http.Client) *RabbitMQ {
+	if httpClient == nil {
+		httpClient = http.DefaultClient
+	}
+	r := &RabbitMQ{name: name, cfg: cfg, channels: make(chan struct{}, maxOpenChannels), http: httpClient}
+	r.conn = newAMQPConnection(r.dial)
+	return r
+}
+
+// ConnectionName is how the broker lists this transport's connection.
+func (r *RabbitMQ) ConnectionName() string { return "asya-sync/" + r.name }
+
+func dlqName(actor string) string { return QueueName(actor) + "-dlq" }
+
+// Ensure declares the exchange, the dead-letter queue, the queue and its
+// binding; with autoCreate off it only checks that the queue exists.
+func (r *RabbitMQ) Ensure(ctx context.Context, q Queue) error {
+	if !r.cfg.Queues.AutoCreateQueues() {
+		_, err := r.readyMessages(ctx, q.Name())
+		var te *Error
+		if errors.As(err, &te) && te.Reason == ReasonQueueNotFound {
+			te.Message = fmt.Sprintf("queue %s does not exist on %s and queues.autoCreate is off: create it (durable%s)",
+				q.Name(), r.address(), describeArgs(r.queueArgs(q.Actor)))
+		}
+		return err
+	}
+	err := r.withChannel(ctx, func(ch *amqp.Channel) error { return r.declare(ch, q.Actor) })
+	return r.explain(ctx, err)
+}
+
+func (r *RabbitMQ) declare(ch *amqp.Channel, actor string) error {
+	queue, exchange := QueueName(actor), r.cfg.Exchange
+	if exchange != "" {
+		if err := ch.ExchangeDeclare(exchange, amqp.ExchangeTopic, true, false, false, false, nil); err != nil {
+			return &amqpStepError{kind: "exchange", name: exchange, err: err}
+		}
+	}
+	if r.cfg.Queues.DLQ.Enabled {
+		if _, err := ch.QueueDeclare(dlqName(actor), true, false, false, false, nil); err != nil {
+			return &amqpStepError{kind: "queue", name: dlqName(actor), err: err}
+		}
+	}
+	args := r.queueArgs(actor)
+	if _, err := ch.QueueDeclare(queue, true, false, false, false, args); err != nil {
+		return &amqpStepError{kind: "queue", name: queue, args: args, err: err}
+	}
+	if exchange == "" {
+		return nil
+	}
+	// The sidecar publishes with the bare actor name as routing key.
+	if err := ch.QueueBind(queue, actor, exchange, false, nil); err != nil {
+		return &amqpStepError{kind: "binding", name: queue + " to " + exchange, err: err}
+	}
+	return nil
+}
+
+// queueArgs are the arguments the actor's queue is declared with: a
+// rejected message goes through the default exchange to the DLQ.
+func (r *RabbitMQ) queueArgs(actor string) amqp.Table {
+	if !r.cfg.Queues.DLQ.Enabled {
+		return nil
+	}
+	return amqp.Table{"x-dead-letter-exchange": "", "x-dead-letter-routing-key": dlqName(actor)}
+}
+
+// Delete deletes the queue and its DLQ, messages and all.
+func (r *RabbitMQ) Delete(ctx context.Context, q Queue) error {
+	for _, name := range []string{q.Name(), dlqName(q.Actor)} {
+		err := r.withChannel(ctx, func(ch *amqp.Channel) error {
+			_, err := ch.QueueDelete(name, false, false, false)
+			return err
+		})
+		if err != nil && !isAMQPCode(err, amqp.NotFound) {
+			return r.explain(ctx, &amqpStepError{kind: "queue", name: name, err: err})
+		}
+	}
+	return nil
+}
+
+// Counts reads ready and unacknowledged messages from the management API
+// when it is configured, else only the ready ones from the broker.
+func (r *RabbitMQ) Counts(ctx context.Context, q Queue) (Counts, error) {
+	var counts Counts
+	if r.cfg.ManagementURL != "" {
+		var err error
+		if counts, err = r.managementCounts(ctx, q.Name()); err != nil {
+			return Counts{}, err
+		}
+	}
+	if counts.Queued == nil { // no management API, or no statistics yet
+		ready, err := r.readyMessages(ctx, q.Name())
+		if err != nil {
+			return Counts{}, err
+		}
+		counts.Queued = &ready
+	}
+	return counts, nil
+}
+
+// readyMessages checks that the queue exists and counts its ready messages.
+func (r *RabbitMQ) readyMessages(ctx context.Context, queue string) (int64, error) {
+	var ready int64
+	err := r.withChannel(ctx, func(ch *amqp.Channel) error {
+		info, err := ch.QueueDeclarePassive(queue, true, false, false, false, nil)
+		if err != nil {
+			return &amqpStepError{kind: "queue", name: queue, err: err}
+		}
+		ready = int64(info.Messages)
+		return nil
+	})
+	return ready, r.explain(ctx, err)
+}
+
+// Close closes the connection.
+func (r *RabbitMQ) Close() error { return r.conn.Close() }
+
+// withChannel runs op on a fresh channel, and gives up waiting when ctx
+// ends: amqp091 calls take no context. An abandoned op finishes on its own,
+// at the latest when heartbeats find the connection dead.
+func (r *RabbitMQ) withChannel(ctx context.Context, op func(*amqp.Channel) error) error {
+	conn, err := r.conn.get(ctx)
+	if err != nil {
+		return r.unavailable(err)
+	}
+	select {
+	case r.channels <- struct{}{}:
+	case <-ctx.Done():
+		return r.unavailable(ctx.Err())
+	}
+	done := make(chan error, 1)
+	go func() {
+		defer func() { <-r.channels }()
+		done <- onChannel(conn, op)
+	}()
+	select {
+	case err := <-done:
+		return err
+	case <-ctx.Done():
+		return r.unavailable(fmt.Errorf("no answer in time: %w", ctx.Err()))
+	}
+}
+
+func onChannel(conn *amqp.Connection, op func(*amqp.Channel) error) error {
+	ch, err := conn.Channel()
+	if err != nil {
+		return err
+	}
+	defer ch.Close() //nolint:errcheck // already closed after a broker error
+	return op(ch)
+}
+
+func (r *RabbitMQ) dial(ctx context.Context) (*amqp.Connection, error) {
+	password, err := r.password()
+	if err != nil {
+		return nil, err
+	}
+	props := amqp.NewConnectionProperties()
+	props.SetClientConnectionName(r.ConnectionName())
+	uri := amqp.URI{Scheme: "amqp", Host: r.cfg.Host, Port: r.cfg.Port}
+	// Credentials and vhost go in Config, so no escaping rules of URLs apply.
+	return dialAMQP(ctx, uri.String(), amqp.Config{
+		SASL:       []amqp.Authentication{&amqp.PlainAuth{Username: r.cfg.Username, Password: password}},
+		Vhost:      r.cfg.VHost,
+		Heartbeat:  10 * time.Second,
+		Properties: props,
+	})
+}
+
+// password is the service's own: read at each use, so a rotated file is
+// picked up on the next connection.
+func (r *RabbitMQ) password() (string, error) {
+	if r.cfg.PasswordFile == "" {
+		return "guest", nil
+	}
+	data, err := os.ReadFile(r.cfg.PasswordFile)
+	if err != nil {
+		return "", fmt.Errorf("reading passwordFile: %w", err)
+	}
+	return strings.TrimSpace(string(data)), nil
+}
+
+func (r *RabbitMQ) address() string {
+	return fmt.Sprintf("%s:%d (vhost %q)", r.cfg.Host, r.cfg.Port, r.cfg.VHost)
+}
+
+func (r *RabbitMQ) unavailable(err error) *Error {
+	return &Error{Reason: ReasonBrokerUnavailable, Message: "RabbitMQ at " + r.address(), Err: err}
+}
+
+// amqpStepError says what a broker error was about.
+type amqpStepError struct {
+	kind string // exchange, queue or binding
+	name string
+	args amqp.Table // a queue's wanted arguments
+	err  error
+}
+
+func (e *amqpStepError) Error() string { return e.kind + " " + e.name + ": " + e.err.Error() }
+func (e *amqpStepError) Unwrap() error { return e.err }
+
+func isAMQPCode(err error, code int) bool {
+	var ae *amqp.Error
+	return errors.As(err, &ae) && ae.Code == code
+}
+
+// explain turns a broker error into a transport Error that says what to do.
+func (r *RabbitMQ) explain(ctx context.Context, err error) error {
+	var te *Error
+	if err == nil || errors.As(err, &te) {
+		return err
+	}
+	var step *amqpStepError
+	var ae *amqp.Error
+	if !errors.As(err, &step) || !errors.As(err, &ae) {
+		return r.unavailable(err)
+	}
+	switch ae.Code {
+	case amqp.PreconditionFailed:
+		return r.conflict(ctx, step, ae)
+	case amqp.NotFound:
+		return &Error{Reason: ReasonQueueNotFound, Message: fmt.Sprintf("%s %s does not exist on %s", step.kind, step.name, r.address())}
+	case amqp.AccessRefused, amqp.ResourceLocked, amqp.NotAllowed, amqp.NotImplemented:
+		return &Error{Reason: ReasonQueueError, Message: fmt.Sprintf("RabbitMQ at %s refused %s %s", r.address(), step.kind, step.name), Err: ae}
+	}
+	return r.unavailable(err)
+}
+
+// conflict describes an exchange or queue that exists with other settings.
+// The queue is never deleted to fix this: it may hold messages.
+func (r *RabbitMQ) conflict(ctx context.Context, step *amqpStepError, ae *amqp.Error) *Error {
+	if step.kind != "queue" {
+		return &Error{Reason: ReasonQueueConflict, Message: fmt.Sprintf(
+			"%s %s exists on %s with other settings than asya-sync declares (topic, durable): %s; change it or the transport configuration by hand",
+			step.kind, step.name, r.address(), ae.Reason)}
+	}
+	held := "it may hold messages"
+	if ready, err := r.readyMessages(ctx, step.name); err == nil {
+		held = fmt.Sprintf("it holds %d ready messages", ready)
+	}
+	return &Error{Reason: ReasonQueueConflict, Message: fmt.Sprintf(
+		"queue %s exists on %s with other arguments than asya-sync declares (durable%s): %s; %s, so it is left as it is: migrate it by hand (move or drain the messages, delete the queue) and the next sync recreates it",
+		step.name, r.address(), describeArgs(step.args), ae.Reason, held)}
+}
+
+// describeArgs lists queue arguments in a stable order, for messages.
+func describeArgs(args amqp.Table) string {
+	keys := make([]string, 0, len(args))
+	for k := range args {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	var b strings.Builder
+	for _, k := range keys {
+		fmt.Fprintf(&b, ", %s=%q", k, fmt.Sprint(args[k]))
+	}
+	return b.String()
+}

@@ -1,0 +1,402 @@
+package transport
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"net/url"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	amqp "github.com/rabbitmq/amqp091-go"
+
+	"github.com/asya-sh/asya-sync/config"
+)
+
+func TestRabbitMQEnsureDeclaresDurableQueueBoundToActorName(t *testing.T) {
+	t.Parallel()
+	r := newRabbitMQ(t)
+	needRabbitManagement(t)
+	actor := actorName("bind")
+	cleanupRabbitQueues(t, actor)
+	ctx := testContext(t)
+
+	if err := r.Ensure(ctx, Queue{Actor: actor, Namespace: "ns"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Ensure(ctx, Queue{Actor: actor, Namespace: "ns"}); err != nil {
+		t.Fatalf("second Ensure: %v", err)
+	}
+
+	var info struct {
+		Durable    bool           `json:"durable"`
+		AutoDelete bool           `json:"auto_delete"`
+		Arguments  map[string]any `json:"arguments"`
+	}
+	management(t, "/api/queues/%2F/"+QueueName(actor), &info)
+	if !info.Durable || info.AutoDelete || len(info.Arguments) != 0 {
+		t.Errorf("queue durable=%v auto_delete=%v arguments=%v, want durable, not auto-delete, no arguments",
+			info.Durable, info.AutoDelete, info.Arguments)
+	}
+	if _, dlq := queueExists(t, dlqName(actor)); dlq {
+		t.Errorf("%s exists with the DLQ off", dlqName(actor))
+	}
+
+	// The sidecar publishes to the exchange with the bare actor name.
+	ch := amqpChannel(t)
+	body := "hello " + actor
+	if err := ch.PublishWithContext(ctx, testExchange, actor, true, false, amqp.Publishing{Body: []byte(body)}); err != nil {
+		t.Fatal(err)
+	}
+	var got amqp.Delivery
+	eventually(t, 5*time.Second, "message routed to "+QueueName(actor), func() bool {
+		msg, ok, err := ch.Get(QueueName(actor), true)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got = msg
+		return ok
+	})
+	if string(got.Body) != body {
+		t.Errorf("got %q, want %q", got.Body, body)
+	}
+}
+
+func TestRabbitMQDeadLettersRejectedMessages(t *testing.T) {
+	t.Parallel()
+	r := newRabbitMQ(t, withDLQ)
+	actor := actorName("dlq")
+	cleanupRabbitQueues(t, actor)
+	ctx := testContext(t)
+	if err := r.Ensure(ctx, Queue{Actor: actor}); err != nil {
+		t.Fatal(err)
+	}
+
+	ch := amqpChannel(t)
+	if err := ch.PublishWithContext(ctx, testExchange, actor, true, false, amqp.Publishing{Body: []byte("poison")}); err != nil {
+		t.Fatal(err)
+	}
+	var msg amqp.Delivery
+	eventually(t, 5*time.Second, "message in "+QueueName(actor), func() bool {
+		var ok bool
+		var err error
+		msg, ok, err = ch.Get(QueueName(actor), false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return ok
+	})
+	if err := msg.Reject(false); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 5*time.Second, "message dead-lettered to "+dlqName(actor), func() bool {
+		dead, ok, err := ch.Get(dlqName(actor), true)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return ok && string(dead.Body) == "poison"
+	})
+}
+
+// A queue with other arguments is reported, never deleted: it may hold
+// messages that nobody else has.
+func TestRabbitMQConflictingQueueIsReportedAndKept(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name     string
+		dlq      bool
+		durable  bool
+		args     amqp.Table
+		wantText []string
+	}{
+		{"DLQ turned on", true, true, nil, []string{"x-dead-letter-exchange", "3 ready messages", "migrate it by hand"}},
+		{"DLQ turned off", false, true, amqp.Table{"x-dead-letter-exchange": "", "x-dead-letter-routing-key": "elsewhere"}, []string{"x-dead-letter-exchange", "3 ready messages"}},
+		{"foreign argument", false, true, amqp.Table{"x-max-length": int32(1000)}, []string{"x-max-length", "3 ready messages"}},
+		{"not durable", false, false, nil, []string{"durable", "3 ready messages"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			var opts []func(*config.RabbitMQ)
+			if tt.dlq {
+				opts = append(opts, withDLQ)
+			}
+			r := newRabbitMQ(t, opts...)
+			actor := actorName("conflict")
+			cleanupRabbitQueues(t, actor)
+			ctx := testContext(t)
+			ch := amqpChannel(t)
+			if _, err := ch.QueueDeclare(QueueName(actor), tt.durable, false, false, false, tt.args); err != nil {
+				t.Fatal(err)
+			}
+			for i := range 3 {
+				msg := amqp.Publishing{Body: []byte(fmt.Sprint(i))}
+				if err := ch.PublishWithContext(ctx, "", QueueName(actor), true, false, msg); err != nil {
+					t.Fatal(err)
+				}
+			}
+			eventually(t, 5*time.Second, "3 messages queued", func() bool { n, _ := queueExists(t, QueueName(actor)); return n == 3 })
+
+			te := wantReason(t, r.Ensure(ctx, Queue{Actor: actor}), ReasonQueueConflict)
+			t.Log(te)
+			for _, want := range tt.wantText {
+				if !strings.Contains(te.Error(), want) {
+					t.Errorf("message %q does not mention %q", te.Error(), want)
+				}
+			}
+			if n, exists := queueExists(t, QueueName(actor)); !exists || n != 3 {
+				t.Errorf("after Ensure: exists=%v messages=%d, want the queue kept with its 3 messages", exists, n)
+			}
+		})
+	}
+}
+
+func TestRabbitMQAutoCreateOff(t *testing.T) {
+	t.Parallel()
+	r := newRabbitMQ(t, withoutAutoCreate)
+	ctx := testContext(t)
+	actor := actorName("nocreate")
+	cleanupRabbitQueues(t, actor)
+
+	te := wantReason(t, r.Ensure(ctx, Queue{Actor: actor}), ReasonQueueNotFound)
+	t.Log(te)
+	if !strings.Contains(te.Message, "autoCreate is off") {
+		t.Errorf("message %q does not say why", te.Message)
+	}
+	if _, exists := queueExists(t, QueueName(actor)); exists {
+		t.Fatalf("%s was created with autoCreate off", QueueName(actor))
+	}
+
+	if _, err := amqpChannel(t).QueueDeclare(QueueName(actor), true, false, false, false, nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Ensure(ctx, Queue{Actor: actor}); err != nil {
+		t.Errorf("Ensure of an existing queue with autoCreate off: %v", err)
+	}
+}
+
+// closedPort is a loopback port nothing listens on.
+func closedPort(t *testing.T) int {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := l.Addr().(*net.TCPAddr).Port
+	l.Close()
+	return port
+}
+
+func TestRabbitMQUnreachableBroker(t *testing.T) {
+	t.Parallel()
+	r := NewRabbitMQ("down", rabbitConfig(t, func(c *config.RabbitMQ) {
+		c.Host, c.Port = "127.0.0.1", closedPort(t)
+	}), nil)
+	defer r.Close()
+	q := Queue{Actor: actorName("down")}
+	ops := map[string]func(context.Context) error{
+		"Ensure": func(ctx context.Context) error { return r.Ensure(ctx, q) },
+		"Delete": func(ctx context.Context) error { return r.Delete(ctx, q) },
+		"Counts": func(ctx context.Context) error { _, err := r.Counts(ctx, q); return err },
+	}
+	for name, op := range ops {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		start := time.Now()
+		err := op(ctx)
+		cancel()
+		te := wantReason(t, err, ReasonBrokerUnavailable)
+		t.Log(te)
+		if took := time.Since(start); took > 2*time.Second {
+			t.Errorf("%s took %v to fail", name, took)
+		}
+		if !strings.Contains(te.Error(), "connection refused") {
+			t.Errorf("%s: %q does not carry the dial error", name, te.Error())
+		}
+	}
+}
+
+func TestRabbitMQCounts(t *testing.T) {
+	t.Parallel()
+	needRabbitManagement(t)
+	tests := []struct {
+		name           string
+		management     bool
+		wantProcessing string
+	}{
+		{"management API", true, "1"},
+		{"passive declare", false, "-1"}, // unknown without the management API
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			opts := []func(*config.RabbitMQ){}
+			if tt.management {
+				opts = append(opts, withManagement)
+			}
+			r := newRabbitMQ(t, opts...)
+			actor := actorName("counts")
+			cleanupRabbitQueues(t, actor)
+			ctx := testContext(t)
+			if err := r.Ensure(ctx, Queue{Actor: actor}); err != nil {
+				t.Fatal(err)
+			}
+			ch := amqpChannel(t)
+			for range 3 {
+				if err := ch.PublishWithContext(ctx, testExchange, actor, true, false, amqp.Publishing{Body: []byte("m")}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			eventually(t, 5*time.Second, "3 messages queued", func() bool { n, _ := queueExists(t, QueueName(actor)); return n == 3 })
+			if _, ok, err := ch.Get(QueueName(actor), false); !ok || err != nil { // one in flight, unacknowledged
+				t.Fatalf("get: ok=%v err=%v", ok, err)
+			}
+			// The management API publishes statistics every few seconds.
+			var got string
+			eventually(t, 15*time.Second, "counts 2 queued, "+tt.wantProcessing+" processing", func() bool {
+				counts, err := r.Counts(ctx, Queue{Actor: actor})
+				if err != nil {
+					t.Fatal(err)
+				}
+				got = deref(counts.Queued) + "/" + deref(counts.Processing)
+				return got == "2/"+tt.wantProcessing
+			})
+		})
+	}
+}
+
+func TestRabbitMQCountsOfMissingQueue(t *testing.T) {
+	t.Parallel()
+	needRabbitManagement(t)
+	for _, r := range []*RabbitMQ{newRabbitMQ(t), newRabbitMQ(t, withManagement)} {
+		_, err := r.Counts(testContext(t), Queue{Actor: actorName("nocounts")})
+		wantReason(t, err, ReasonQueueNotFound)
+	}
+}
+
+func TestRabbitMQDeleteIsIdempotent(t *testing.T) {
+	t.Parallel()
+	r := newRabbitMQ(t, withDLQ)
+	ctx := testContext(t)
+	actor := actorName("delete")
+	cleanupRabbitQueues(t, actor)
+	if err := r.Ensure(ctx, Queue{Actor: actor}); err != nil {
+		t.Fatal(err)
+	}
+	if err := amqpChannel(t).PublishWithContext(ctx, testExchange, actor, true, false, amqp.Publishing{Body: []byte("left behind")}); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 3 {
+		if err := r.Delete(ctx, Queue{Actor: actor}); err != nil {
+			t.Fatalf("Delete #%d: %v", i+1, err)
+		}
+	}
+	for _, queue := range []string{QueueName(actor), dlqName(actor)} {
+		if _, exists := queueExists(t, queue); exists {
+			t.Errorf("%s still exists", queue)
+		}
+	}
+}
+
+// A connection closed by the broker is reopened without anyone noticing
+// more than one failed call at most.
+func TestRabbitMQReconnectsAfterTheBrokerClosesTheConnection(t *testing.T) {
+	t.Parallel()
+	needRabbitManagement(t)
+	r := newRabbitMQ(t)
+	ctx := testContext(t)
+	actor := actorName("reconnect")
+	cleanupRabbitQueues(t, actor)
+	if err := r.Ensure(ctx, Queue{Actor: actor}); err != nil {
+		t.Fatal(err)
+	}
+	conn, err := r.conn.get(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Force-close from the broker side, as an operator or a restart would.
+	closeBrokerConnections(t, r.ConnectionName())
+	eventually(t, 5*time.Second, "the client sees the close", conn.IsClosed)
+	eventually(t, 5*time.Second, "reconnected", func() bool { return r.Ensure(ctx, Queue{Actor: actor}) == nil })
+	eventually(t, 5*time.Second, "one broker connection again", func() bool { return brokerConnections(t, r.ConnectionName()) == 1 })
+}
+
+// 200 actors ensured at once share the transport's single connection.
+func TestRabbitMQParallelEnsuresShareOneConnection(t *testing.T) {
+	t.Parallel()
+	needRabbitManagement(t)
+	const actors = 200
+	r := newRabbitMQ(t, withDLQ)
+	cached := NewCached(r, time.Minute, newFakeClock().Now)
+	prefix := actorName("fleet")
+	names := make([]string, actors)
+	for i := range names {
+		names[i] = fmt.Sprintf("%s-%03d", prefix, i)
+		cleanupRabbitQueues(t, names[i])
+	}
+	ctx := testContext(t)
+
+	var wg sync.WaitGroup
+	errs := make(chan error, actors)
+	start := time.Now()
+	for _, name := range names {
+		wg.Go(func() { errs <- cached.Ensure(ctx, Queue{Actor: name, Namespace: "fleet", ProcessingTimeout: 60}) })
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Logf("%d parallel Ensures took %v", actors, time.Since(start))
+
+	var queues []struct {
+		Name string `json:"name"`
+	}
+	management(t, "/api/queues/%2F?columns=name", &queues)
+	created := 0
+	for _, q := range queues {
+		if strings.HasPrefix(q.Name, QueueName(prefix)) && !strings.HasSuffix(q.Name, "-dlq") {
+			created++
+		}
+	}
+	if created != actors {
+		t.Errorf("%d queues created, want %d", created, actors)
+	}
+	// The broker lists a new connection after a moment.
+	conns := brokerConnections(t, r.ConnectionName())
+	for deadline := time.Now().Add(5 * time.Second); conns == 0 && time.Now().Before(deadline); {
+		time.Sleep(100 * time.Millisecond)
+		conns = brokerConnections(t, r.ConnectionName())
+	}
+	t.Logf("AMQP connections used by the transport: %d", conns)
+	if conns != 1 {
+		t.Errorf("%d AMQP connections for one transport, want 1", conns)
+	}
+}
+
+// closeBrokerConnections closes, on the broker, the connections named name.
+func closeBrokerConnections(t *testing.T, name string) {
+	t.Helper()
+	var conns []struct {
+		Name             string `json:"name"`
+		ClientProperties struct {
+			ConnectionName string `json:"connection_name"`
+		} `json:"client_properties"`
+	}
+	eventually(t, 5*time.Second, "connection listed by the broker", func() bool {
+		management(t, "/api/connections", &conns)
+		for _, c := range conns {
+			if c.ClientProperties.ConnectionName == name {
+				return true
+			}
+		}
+		return false
+	})
+	for _, c := range conns {
+		if c.ClientProperties.ConnectionName == name {
+			managementDelete(t, "/api/connections/"+url.PathEscape(c.Name))
+		}
+	}
+}

@@ -1,0 +1,305 @@
+package transport
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"maps"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	awsconfig "github.com/aws/aws-sdk-go-v2/config"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
+	"github.com/aws/smithy-go"
+
+	"github.com/asya-sh/asya-sync/config"
+)
+
+// SQSRecreateWait is how long to wait before re-creating a queue deleted
+// less than 60 seconds ago, with a margin.
+const SQSRecreateWait = 65 * time.Second
+
+// Attribute and tag names used on SQS queues.
+const (
+	attrVisibilityTimeout = string(types.QueueAttributeNameVisibilityTimeout)
+	attrWaitTime          = string(types.QueueAttributeNameReceiveMessageWaitTimeSeconds)
+	attrRetention         = string(types.QueueAttributeNameMessageRetentionPeriod)
+	attrRedrivePolicy     = string(types.QueueAttributeNameRedrivePolicy)
+	attrQueueArn          = string(types.QueueAttributeNameQueueArn)
+	attrReady             = string(types.QueueAttributeNameApproximateNumberOfMessages)
+	attrInFlight          = string(types.QueueAttributeNameApproximateNumberOfMessagesNotVisible)
+
+	TagActor     = "asya.sh/actor"
+	TagNamespace = "asya.sh/namespace"
+)
+
+const (
+	defaultProcessingTimeout = 300
+	maxVisibilityTimeout     = 43200
+)
+
+// SQS manages actor queues on one SQS transport. Credentials come from the
+// default AWS chain (environment, shared files, IRSA, instance roles).
+type SQS struct {
+	name   string
+	cfg    config.SQS
+	client *sqs.Client
+	urls   sync.Map // queue name → URL; a queue's URL never changes
+}
+
+// NewSQS builds the client; it makes no request.
+func NewSQS(ctx context.Context, name string, cfg config.SQS, httpClient *http.Client) (*SQS, error) {
+	opts := []func(*awsconfig.LoadOptions) error{awsconfig.WithRegion(cfg.Region)}
+	if httpClient != nil {
+		opts = append(opts, awsconfig.WithHTTPClient(httpClient))
+	}
+	awsCfg, err := awsconfig.LoadDefaultConfig(ctx, opts...)
+	if err != nil {
+		return nil, fmt.Errorf("transport %s: loading AWS configuration: %w", name, err)
+	}
+	client := sqs.NewFromConfig(awsCfg, func(o *sqs.Options) {
+		if cfg.Endpoint != "" {
+			o.BaseEndpoint = aws.String(cfg.Endpoint)
+		}
+	})
+	return &SQS{name: name, cfg: cfg, client: client}, nil
+}
+
+// Ensure creates the queue (after its DLQ, when on), or updates the
+// attributes and tags of one that exists. With autoCreate off it only
+// checks that the queue exists.
+func (s *SQS) Ensure(ctx context.Context, q Queue) error {
+	if !s.cfg.Queues.AutoCreateQueues() {
+		_, err := s.queueURL(ctx, q.Name())
+		var te *Error
+		if errors.As(err, &te) && te.Reason == ReasonQueueNotFound {
+			te.Message = fmt.Sprintf("queue %s does not exist on %s and queues.autoCreate is off: create it", q.Name(), s.where())
+		}
+		return err
+	}
+	attrs := s.queueAttributes(q)
+	if dlq := s.cfg.Queues.DLQ; dlq.Enabled {
+		retention := map[string]string{attrRetention: strconv.Itoa(int(dlq.RetentionDays) * 24 * 3600)}
+		url, err := s.createOrUpdate(ctx, dlqName(q.Actor), retention, s.tags(q))
+		if err != nil {
+			return err
+		}
+		arn, err := s.queueARN(ctx, dlqName(q.Actor), url)
+		if err != nil {
+			return err
+		}
+		attrs[attrRedrivePolicy] = redrivePolicy(arn, dlq.MaxRetryCount)
+	}
+	_, err := s.createOrUpdate(ctx, q.Name(), attrs, s.tags(q))
+	return err
+}
+
+// queueAttributes are the main queue's attributes, without the DLQ.
+func (s *SQS) queueAttributes(q Queue) map[string]string {
+	return map[string]string{
+		attrVisibilityTimeout: strconv.Itoa(int(s.visibilityTimeout(q))),
+		attrWaitTime:          strconv.Itoa(int(aws.ToInt32(s.cfg.WaitTimeSeconds))),
+	}
+}
+
+// visibilityTimeout is the configured one, else twice the processing
+// timeout, so a message being processed does not reappear meanwhile.
+func (s *SQS) visibilityTimeout(q Queue) int32 {
+	if s.cfg.VisibilityTimeout > 0 {
+		return s.cfg.VisibilityTimeout
+	}
+	processing := q.ProcessingTimeout
+	if processing <= 0 {
+		processing = defaultProcessingTimeout
+	}
+	return min(2*processing, maxVisibilityTimeout)
+}
+
+// tags are the configured tags plus ours, which win.
+func (s *SQS) tags(q Queue) map[string]string {
+	tags := maps.Clone(s.cfg.Tags)
+	if tags == nil {
+		tags = map[string]string{}
+	}
+	tags[TagActor] = q.Actor
+	tags[TagNamespace] = q.Namespace
+	return tags
+}
+
+func redrivePolicy(dlqARN string, maxReceiveCount int32) string {
+	policy, _ := json.Marshal(map[string]string{
+		"deadLetterTargetArn": dlqARN,
+		"maxReceiveCount":     strconv.Itoa(int(maxReceiveCount)),
+	})
+	return string(policy)
+}
+
+// createOrUpdate creates the queue; when it exists with other attributes
+// it sets them (and the tags) in place. A queue is never deleted here.
+func (s *SQS) createOrUpdate(ctx context.Context, name string, attrs, tags map[string]string) (string, error) {
+	out, err := s.client.CreateQueue(ctx, &sqs.CreateQueueInput{QueueName: &name, Attributes: attrs, Tags: tags})
+	if err == nil {
+		s.urls.Store(name, aws.ToString(out.QueueUrl))
+		return aws.ToString(out.QueueUrl), nil
+	}
+	if sqsErrorCode(err) != "QueueNameExists" {
+		return "", s.explain(err, "creating queue "+name)
+	}
+	url, err := s.queueURL(ctx, name)
+	if err != nil {
+		return "", err
+	}
+	updates := maps.Clone(attrs)
+	if _, ok := updates[attrRedrivePolicy]; !ok {
+		updates[attrRedrivePolicy] = "" // the DLQ was turned off: stop redriving
+	}
+	if _, err := s.client.SetQueueAttributes(ctx, &sqs.SetQueueAttributesInput{QueueUrl: &url, Attributes: updates}); err != nil {
+		return "", s.explain(err, "updating the attributes of queue "+name)
+	}
+	if _, err := s.client.TagQueue(ctx, &sqs.TagQueueInput{QueueUrl: &url, Tags: tags}); err != nil {
+		return "", s.explain(err, "tagging queue "+name)
+	}
+	return url, nil
+}
+
+func (s *SQS) queueARN(ctx context.Context, name, url string) (string, error) {
+	out, err := s.client.GetQueueAttributes(ctx, &sqs.GetQueueAttributesInput{
+		QueueUrl: &url, AttributeNames: []types.QueueAttributeName{types.QueueAttributeNameQueueArn}})
+	if err != nil {
+		return "", s.explain(err, "reading the ARN of queue "+name)
+	}
+	return out.Attributes[attrQueueArn], nil
+}
+
+// queueURL looks the URL up once per queue.
+func (s *SQS) queueURL(ctx context.Context, name string) (string, error) {
+	if url, ok := s.urls.Load(name); ok {
+		return url.(string), nil
+	}
+	out, err := s.client.GetQueueUrl(ctx, &sqs.GetQueueUrlInput{QueueName: &name})
+	if err != nil {
+		return "", s.explain(err, "looking up queue "+name)
+	}
+	s.urls.Store(name, aws.ToString(out.QueueUrl))
+	return aws.ToString(out.QueueUrl), nil
+}
+
+// Delete deletes the queue and its DLQ, messages and all.
+func (s *SQS) Delete(ctx context.Context, q Queue) error {
+	for _, name := range []string{q.Name(), dlqName(q.Actor)} {
+		if err := s.deleteQueue(ctx, name); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (s *SQS) deleteQueue(ctx context.Context, name string) error {
+	url, err := s.queueURL(ctx, name)
+	if isNotFound(err) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	_, err = s.client.DeleteQueue(ctx, &sqs.DeleteQueueInput{QueueUrl: &url})
+	s.urls.Delete(name)
+	if err != nil && sqsErrorCode(err) != "QueueDoesNotExist" {
+		return s.explain(err, "deleting queue "+name)
+	}
+	return nil
+}
+
+// Counts reads the approximate visible and in-flight message counts.
+func (s *SQS) Counts(ctx context.Context, q Queue) (Counts, error) {
+	url, err := s.queueURL(ctx, q.Name())
+	if err != nil {
+		return Counts{}, err
+	}
+	out, err := s.client.GetQueueAttributes(ctx, &sqs.GetQueueAttributesInput{
+		QueueUrl: &url,
+		AttributeNames: []types.QueueAttributeName{
+			types.QueueAttributeNameApproximateNumberOfMessages,
+			types.QueueAttributeNameApproximateNumberOfMessagesNotVisible,
+		},
+	})
+	if err != nil {
+		return Counts{}, s.explain(err, "reading the counts of queue "+q.Name())
+	}
+	return Counts{Queued: parseCount(out.Attributes[attrReady]), Processing: parseCount(out.Attributes[attrInFlight])}, nil
+}
+
+func parseCount(v string) *int64 {
+	n, err := strconv.ParseInt(v, 10, 64)
+	if err != nil {
+		return nil
+	}
+	return &n
+}
+
+// Close has nothing to release: the SDK's HTTP connections are pooled.
+func (s *SQS) Close() error { return nil }
+
+func (s *SQS) where() string {
+	if s.cfg.Endpoint != "" {
+		return "SQS at " + s.cfg.Endpoint
+	}
+	return "SQS in " + s.cfg.Region
+}
+
+// explain turns an SDK error into a transport Error.
+func (s *SQS) explain(err error, doing string) error {
+	if code := sqsErrorCode(err); code == "QueueDoesNotExist" {
+		return &Error{Reason: ReasonQueueNotFound, Message: doing + " on " + s.where(), Err: err}
+	} else if code == "QueueDeletedRecently" {
+		return &Error{Reason: ReasonQueueDeletedRecently, RetryAfter: SQSRecreateWait, Err: err,
+			Message: doing + " on " + s.where() + ": SQS allows re-creating a queue only 60 seconds after deleting it"}
+	}
+	var apiErr smithy.APIError
+	if errors.As(err, &apiErr) {
+		return &Error{Reason: ReasonQueueError, Message: doing + " on " + s.where(), Err: err}
+	}
+	// No answer from SQS at all: network, credentials or deadline.
+	return &Error{Reason: ReasonBrokerUnavailable, Message: doing + " on " + s.where(), Err: err}
+}
+
+func isNotFound(err error) bool {
+	var te *Error
+	return errors.As(err, &te) && te.Reason == ReasonQueueNotFound
+}
+
+// sqsErrorCode names an SQS error the same way whichever protocol (JSON or
+// query) and error shape the endpoint used.
+func sqsErrorCode(err error) string {
+	var (
+		deleted   *types.QueueDeletedRecently
+		missing   *types.QueueDoesNotExist
+		nameTaken *types.QueueNameExists
+		apiErr    smithy.APIError
+	)
+	switch {
+	case errors.As(err, &deleted):
+		return "QueueDeletedRecently"
+	case errors.As(err, &missing):
+		return "QueueDoesNotExist"
+	case errors.As(err, &nameTaken):
+		return "QueueNameExists"
+	case errors.As(err, &apiErr):
+		code := apiErr.ErrorCode()
+		code = code[strings.LastIndexAny(code, ".#")+1:]
+		switch code {
+		case "NonExistentQueue":
+			return "QueueDoesNotExist"
+		case "QueueAlreadyExists":
+			return "QueueNameExists"
+		}
+		return code
+	}
+	return ""
+}
