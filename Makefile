@@ -1,0 +1,28 @@
+# The tier a change must pass: unit, golden and integration tests (with the
+# brokers started by .ci/services.sh), the runtime's own tests, and vet.
+GO ?= go
+
+.PHONY: run test services vet unit runtime-test e2e build
+
+run:
+	$(GO) run ./cmd/asya-sync render -f examples/hello-actor.yaml --config examples/config.yaml
+
+build:
+	CGO_ENABLED=0 $(GO) build -trimpath -o bin/asya-sync ./cmd/asya-sync
+
+services:
+	bash .ci/services.sh
+
+vet:
+	$(GO) vet ./...
+
+unit:
+	$(GO) test -race -count=1 ./...
+
+runtime-test:
+	python3 -m unittest discover -s runtime -p 'test_*.py'
+
+test: services vet unit runtime-test
+
+e2e:
+	bash .ci/e2e.sh

@@ -1,0 +1,48 @@
+// Command asya-sync serves Metacontroller's CompositeController hooks for
+// AsyncActors, and renders an actor's children offline.
+package main
+
+import (
+	"fmt"
+	"os"
+)
+
+const usage = `asya-sync runs AsyncActors through Metacontroller hooks.
+
+Usage:
+  asya-sync serve  [--config FILE] [--listen ADDR]
+  asya-sync render -f ACTOR.yaml [--config FILE]
+
+The configuration file defaults to $ASYA_SYNC_CONFIG; $ASYA_RUNTIME_SCRIPT_PATH
+replaces the embedded runtime script.
+`
+
+func main() {
+	if len(os.Args) < 2 {
+		fmt.Fprint(os.Stderr, usage)
+		os.Exit(2)
+	}
+	var err error
+	switch os.Args[1] {
+	case "serve":
+		err = runServe(os.Args[2:])
+	case "render":
+		err = runRender(os.Args[2:], os.Stdout)
+	case "-h", "--help", "help":
+		fmt.Print(usage)
+		return
+	default:
+		err = fmt.Errorf("unknown command %q\n\n%s", os.Args[1], usage)
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "asya-sync:", err)
+		os.Exit(1)
+	}
+}
+
+func byteSize(n int64) string {
+	if n >= 1<<20 && n%(1<<20) == 0 {
+		return fmt.Sprintf("%d MiB", n>>20)
+	}
+	return fmt.Sprintf("%d bytes", n)
+}

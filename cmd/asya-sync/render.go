@@ -1,0 +1,143 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+	"sigs.k8s.io/yaml"
+
+	"github.com/asya-sh/asya-sync/api/hook"
+	"github.com/asya-sh/asya-sync/api/v1alpha1"
+	"github.com/asya-sh/asya-sync/config"
+	asyaruntime "github.com/asya-sh/asya-sync/runtime"
+	hooksync "github.com/asya-sh/asya-sync/sync"
+)
+
+func runRender(args []string, out io.Writer) error {
+	fs := flag.NewFlagSet("render", flag.ContinueOnError)
+	file := fs.String("f", "", "AsyncActor YAML file, - for standard input")
+	configPath := fs.String("config", os.Getenv("ASYA_SYNC_CONFIG"), "service configuration file")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if *file == "" {
+		return errors.New("render needs -f ACTOR.yaml")
+	}
+	h, err := renderHandler(*configPath)
+	if err != nil {
+		return err
+	}
+	actors, err := readActors(*file)
+	if err != nil {
+		return err
+	}
+	return render(h, actors, out)
+}
+
+func renderHandler(configPath string) (*hooksync.Handler, error) {
+	cfg := &config.Config{}
+	if configPath != "" {
+		var err error
+		if cfg, err = config.Load(configPath); err != nil {
+			return nil, err
+		}
+	}
+	script, err := asyaruntime.Load(os.Getenv("ASYA_RUNTIME_SCRIPT_PATH"))
+	if err != nil {
+		return nil, err
+	}
+	return &hooksync.Handler{Config: cfg, Script: script}, nil
+}
+
+// render writes every actor's children as one YAML stream, or nothing if
+// any actor is invalid.
+func render(h *hooksync.Handler, actors []*v1alpha1.AsyncActor, out io.Writer) error {
+	var buf bytes.Buffer
+	var problems []string
+	for _, actor := range actors {
+		objs, err := h.Render(actor)
+		if err != nil {
+			problems = append(problems, err.Error())
+			continue
+		}
+		for _, obj := range objs {
+			m, err := hook.Child(obj)
+			if err != nil {
+				return err
+			}
+			doc, err := yaml.Marshal(m)
+			if err != nil {
+				return err
+			}
+			buf.WriteString("---\n")
+			buf.Write(doc)
+		}
+	}
+	if len(problems) > 0 {
+		return fmt.Errorf("invalid actor:\n  %s", strings.Join(problems, "\n  "))
+	}
+	_, err := out.Write(buf.Bytes())
+	return err
+}
+
+// readActors reads every AsyncActor document of a YAML stream strictly.
+func readActors(path string) ([]*v1alpha1.AsyncActor, error) {
+	data, err := readInput(path)
+	if err != nil {
+		return nil, err
+	}
+	reader := utilyaml.NewYAMLReader(bufio.NewReader(bytes.NewReader(data)))
+	var actors []*v1alpha1.AsyncActor
+	for i := 1; ; i++ {
+		doc, err := reader.Read()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return nil, fmt.Errorf("%s: document %d: %w", path, i, err)
+		}
+		if len(bytes.TrimSpace(doc)) == 0 {
+			continue
+		}
+		actor, err := decodeActor(doc)
+		if err != nil {
+			return nil, fmt.Errorf("%s: document %d: %w", path, i, err)
+		}
+		actors = append(actors, actor)
+	}
+	if len(actors) == 0 {
+		return nil, fmt.Errorf("%s: no AsyncActor documents", path)
+	}
+	return actors, nil
+}
+
+func decodeActor(doc []byte) (*v1alpha1.AsyncActor, error) {
+	var actor v1alpha1.AsyncActor
+	if err := yaml.UnmarshalStrict(doc, &actor); err != nil {
+		return nil, err
+	}
+	if actor.Kind != v1alpha1.Kind || actor.APIVersion != v1alpha1.GroupVersion.String() {
+		return nil, fmt.Errorf("%s %q is not an %s", actor.APIVersion, actor.Kind, v1alpha1.Kind)
+	}
+	if actor.Name == "" {
+		return nil, errors.New("metadata.name is required")
+	}
+	if actor.Namespace == "" {
+		actor.Namespace = "default"
+	}
+	return &actor, nil
+}
+
+func readInput(path string) ([]byte, error) {
+	if path == "-" {
+		return io.ReadAll(os.Stdin)
+	}
+	return os.ReadFile(path)
+}

@@ -1,0 +1,75 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"net/http"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/asya-sh/asya-sync/config"
+	"github.com/asya-sh/asya-sync/finalize"
+	asyaruntime "github.com/asya-sh/asya-sync/runtime"
+	hooksync "github.com/asya-sh/asya-sync/sync"
+	"github.com/asya-sh/asya-sync/transport"
+)
+
+func runServe(args []string) error {
+	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
+	configPath := fs.String("config", os.Getenv("ASYA_SYNC_CONFIG"), "service configuration file")
+	listen := fs.String("listen", ":8080", "address to listen on")
+	maxBody := fs.Int64("max-body-bytes", DefaultMaxBody, "largest hook request accepted")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if *configPath == "" {
+		return errors.New("serve needs --config or ASYA_SYNC_CONFIG")
+	}
+	cfg, err := config.Load(*configPath)
+	if err != nil {
+		return err
+	}
+	script, err := asyaruntime.Load(os.Getenv("ASYA_RUNTIME_SCRIPT_PATH"))
+	if err != nil {
+		return err
+	}
+	brokers, err := transport.Open(cfg, transport.Options{})
+	if err != nil {
+		return err
+	}
+	defer brokers.Close()
+	log := zerolog.New(os.Stdout).With().Timestamp().Logger()
+	srv := &server{
+		sync:     &hooksync.Handler{Config: cfg, Transports: brokers, Script: script, Now: time.Now},
+		finalize: &finalize.Handler{Config: cfg, Transports: brokers, Now: time.Now},
+		log:      log,
+		metrics:  newMetrics(),
+		maxBody:  *maxBody,
+	}
+	return srv.listenAndServe(*listen)
+}
+
+// listenAndServe serves until SIGTERM or SIGINT, then reports not ready and
+// drains in-flight hooks.
+func (s *server) listenAndServe(addr string) error {
+	httpSrv := &http.Server{Addr: addr, Handler: s.routes(), ReadHeaderTimeout: 10 * time.Second}
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
+	defer stop()
+	errc := make(chan error, 1)
+	go func() { errc <- httpSrv.ListenAndServe() }()
+	s.log.Info().Str("listen", addr).Msg("serving hooks")
+	select {
+	case err := <-errc:
+		return err
+	case <-ctx.Done():
+	}
+	s.draining.Store(true)
+	shutdownCtx, cancel := context.WithTimeout(context.Background(), 25*time.Second)
+	defer cancel()
+	return httpSrv.Shutdown(shutdownCtx)
+}

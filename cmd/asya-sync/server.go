@@ -1,0 +1,198 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"net/http"
+	"strconv"
+	"sync/atomic"
+	"time"
+
+	"github.com/go-chi/chi/v5"
+	"github.com/go-chi/chi/v5/middleware"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"github.com/rs/zerolog"
+
+	"github.com/asya-sh/asya-sync/api/hook"
+	"github.com/asya-sh/asya-sync/finalize"
+	hooksync "github.com/asya-sh/asya-sync/sync"
+)
+
+// DefaultMaxBody bounds a hook request; Metacontroller sends the parent and
+// every observed child, so a few MiB is already a very large actor.
+const DefaultMaxBody = 8 << 20
+
+// server is the HTTP shell around the hook handlers.
+type server struct {
+	sync     *hooksync.Handler
+	finalize *finalize.Handler
+	log      zerolog.Logger
+	metrics  *metrics
+	maxBody  int64
+	draining atomic.Bool
+}
+
+// outcome is what a hook call produced, for logs and metrics.
+type outcome struct {
+	namespace, name string
+	result          string
+	body            any
+}
+
+type hookFunc func(ctx context.Context, body []byte) (outcome, error)
+
+// badRequest marks an error as the caller's fault (HTTP 400).
+type badRequest struct{ error }
+
+func (s *server) routes() http.Handler {
+	r := chi.NewRouter()
+	r.Use(middleware.Recoverer)
+	r.Post("/sync", s.hook("sync", s.handleSync))
+	r.Post("/finalize", s.hook("finalize", s.handleFinalize))
+	r.Post("/customize", s.hook("customize", s.handleCustomize))
+	r.Get("/healthz", func(w http.ResponseWriter, _ *http.Request) { writeJSON(w, http.StatusOK, map[string]string{"status": "ok"}) })
+	r.Get("/readyz", s.readyz)
+	r.Handle("/metrics", promhttp.HandlerFor(s.metrics.registry, promhttp.HandlerOpts{}))
+	return r
+}
+
+func (s *server) readyz(w http.ResponseWriter, _ *http.Request) {
+	if s.draining.Load() {
+		writeJSON(w, http.StatusServiceUnavailable, map[string]string{"status": "shutting down"})
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
+}
+
+// hook reads the body within the size limit, runs fn, and writes, logs and
+// counts the answer.
+func (s *server) hook(name string, fn hookFunc) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		start := time.Now()
+		code, out, err := s.serve(r, fn)
+		elapsed := time.Since(start)
+		if err != nil {
+			writeJSON(w, code, map[string]string{"error": err.Error()})
+		} else {
+			writeJSON(w, code, out.body)
+		}
+		s.metrics.observe(name, code, out.result, elapsed)
+		s.logCall(name, code, out, err, elapsed)
+	}
+}
+
+func (s *server) serve(r *http.Request, fn hookFunc) (int, outcome, error) {
+	body, err := io.ReadAll(http.MaxBytesReader(nil, r.Body, s.maxBody))
+	var tooLarge *http.MaxBytesError
+	switch {
+	case errors.As(err, &tooLarge):
+		return http.StatusRequestEntityTooLarge, outcome{result: "rejected"}, errors.New("request body exceeds " + byteSize(tooLarge.Limit))
+	case err != nil:
+		return http.StatusBadRequest, outcome{result: "rejected"}, err
+	}
+	out, err := fn(r.Context(), body)
+	var bad badRequest
+	switch {
+	case errors.As(err, &bad):
+		return http.StatusBadRequest, outcome{result: "rejected"}, err
+	case err != nil:
+		return http.StatusInternalServerError, outcome{result: "failed"}, err
+	}
+	return http.StatusOK, out, nil
+}
+
+func (s *server) logCall(name string, code int, out outcome, err error, elapsed time.Duration) {
+	ev := s.log.Info()
+	if err != nil {
+		ev = s.log.Warn().Err(err)
+	}
+	ev.Str("hook", name).Str("actor", out.namespace+"/"+out.name).Int("code", code).
+		Str("outcome", out.result).Dur("duration", elapsed).Msg("hook call")
+}
+
+func (s *server) handleSync(ctx context.Context, body []byte) (outcome, error) {
+	req, err := hook.DecodeRequest(body)
+	if err != nil {
+		return outcome{}, badRequest{err}
+	}
+	resp, err := s.sync.Sync(ctx, req)
+	return responseOutcome(req, resp, err)
+}
+
+func (s *server) handleFinalize(ctx context.Context, body []byte) (outcome, error) {
+	req, err := hook.DecodeRequest(body)
+	if err != nil {
+		return outcome{}, badRequest{err}
+	}
+	resp, err := s.finalize.Finalize(ctx, req)
+	out, err := responseOutcome(req, resp, err)
+	if err == nil && resp.Finalized {
+		out.result = "finalized"
+	}
+	return out, err
+}
+
+func (s *server) handleCustomize(_ context.Context, body []byte) (outcome, error) {
+	req, err := hook.DecodeCustomizeRequest(body)
+	if err != nil {
+		return outcome{}, badRequest{err}
+	}
+	resp, err := s.sync.Customize(req)
+	if err != nil {
+		return outcome{}, err
+	}
+	ns, name := parentName(req.Parent)
+	return outcome{namespace: ns, name: name, result: "ok", body: resp}, nil
+}
+
+func responseOutcome(req *hook.Request, resp *hook.Response, err error) (outcome, error) {
+	ns, name := parentName(req.Parent)
+	if err != nil {
+		return outcome{namespace: ns, name: name}, err
+	}
+	return outcome{namespace: ns, name: name, result: resp.Status.Status, body: resp}, nil
+}
+
+func parentName(raw json.RawMessage) (string, string) {
+	var meta struct {
+		Metadata struct{ Namespace, Name string } `json:"metadata"`
+	}
+	_ = json.Unmarshal(raw, &meta)
+	return meta.Metadata.Namespace, meta.Metadata.Name
+}
+
+func writeJSON(w http.ResponseWriter, code int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(code)
+	_ = json.NewEncoder(w).Encode(v)
+}
+
+// metrics are the service's Prometheus metrics, in a registry of its own.
+type metrics struct {
+	registry *prometheus.Registry
+	calls    *prometheus.CounterVec
+	duration *prometheus.HistogramVec
+}
+
+func newMetrics() *metrics {
+	m := &metrics{
+		registry: prometheus.NewRegistry(),
+		calls: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "asya_sync_hook_calls_total", Help: "Hook calls by hook, HTTP code and outcome.",
+		}, []string{"hook", "code", "outcome"}),
+		duration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name: "asya_sync_hook_duration_seconds", Help: "Hook call latency.",
+			Buckets: prometheus.ExponentialBuckets(0.0005, 2, 14),
+		}, []string{"hook"}),
+	}
+	m.registry.MustRegister(m.calls, m.duration, prometheus.NewGoCollector(), prometheus.NewProcessCollector(prometheus.ProcessCollectorOpts{}))
+	return m
+}
+
+func (m *metrics) observe(hook string, code int, outcome string, elapsed time.Duration) {
+	m.calls.WithLabelValues(hook, strconv.Itoa(code), outcome).Inc()
+	m.duration.WithLabelValues(hook).Observe(elapsed.Seconds())
+}

@@ -1,0 +1,154 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/asya-sh/asya-sync/config"
+	"github.com/asya-sh/asya-sync/finalize"
+	_ "github.com/asya-sh/asya-sync/internal/golden" // accepts -update like every test package
+	asyaruntime "github.com/asya-sh/asya-sync/runtime"
+	hooksync "github.com/asya-sh/asya-sync/sync"
+	"github.com/asya-sh/asya-sync/transport"
+)
+
+const testConfig = `
+transports:
+  rabbitmq: {type: rabbitmq, config: {host: mq, passwordSecretRef: {name: mq-secret, key: password}}}
+`
+
+func newTestServer(t *testing.T, maxBody int64) *httptest.Server {
+	t.Helper()
+	cfg, err := config.Parse([]byte(testConfig))
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := func() time.Time { return time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC) }
+	s := &server{
+		// No transports: these tests are about HTTP; queues are tested
+		// against real brokers in transport/.
+		sync:     &hooksync.Handler{Config: cfg, Script: asyaruntime.Embedded(), Now: now},
+		finalize: &finalize.Handler{Config: cfg, Transports: noBrokers{}, Now: now},
+		log:      zerolog.New(io.Discard),
+		metrics:  newMetrics(),
+		maxBody:  maxBody,
+	}
+	ts := httptest.NewServer(s.routes())
+	t.Cleanup(ts.Close)
+	return ts
+}
+
+const actorJSON = `{"apiVersion":"asya.sh/v1alpha1","kind":"AsyncActor","metadata":{"name":"echo","namespace":"ml"},
+ "spec":{"transport":"rabbitmq","workload":{"template":{"spec":{"containers":[{"name":"asya-runtime","image":"python:3.12"}]}}}}}`
+
+func TestBadRequests(t *testing.T) {
+	ts := newTestServer(t, 1<<20)
+	tests := []struct {
+		name, path, body string
+		code             int
+		want             string
+	}{
+		{"not JSON", "/sync", "{not json", 400, "invalid request JSON"},
+		{"empty body", "/sync", "", 400, "empty request body"},
+		{"JSON array", "/sync", "[]", 400, "not a JSON object"},
+		{"no parent", "/sync", `{"children":{}}`, 400, "request has no parent"},
+		{"parent of another kind", "/sync", `{"parent":{"apiVersion":"apps/v1","kind":"Deployment","metadata":{"name":"x"}}}`, 400, `parent is apps/v1 "Deployment"`},
+		{"parent without name", "/finalize", `{"parent":{"apiVersion":"asya.sh/v1alpha1","kind":"AsyncActor","metadata":{}}}`, 400, "no metadata.name"},
+		{"children of wrong shape", "/sync", `{"parent":` + actorJSON + `,"children":{"Deployment.apps/v1":[1]}}`, 400, "invalid request JSON"},
+		{"customize without parent", "/customize", `{}`, 400, "request has no parent"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			code, body := post(t, ts.URL+tt.path, tt.body)
+			if code != tt.code || !strings.Contains(body["error"].(string), tt.want) {
+				t.Errorf("got %d %v, want %d with error containing %q", code, body, tt.code, tt.want)
+			}
+		})
+	}
+}
+
+func TestBodyTooLarge(t *testing.T) {
+	ts := newTestServer(t, 1024)
+	code, body := post(t, ts.URL+"/sync", `{"parent":`+actorJSON+`,"pad":"`+strings.Repeat("x", 2048)+`"}`)
+	if code != http.StatusRequestEntityTooLarge || !strings.Contains(body["error"].(string), "exceeds 1024 bytes") {
+		t.Errorf("got %d %v, want 413", code, body)
+	}
+}
+
+func TestSyncAnswersInvalidActorWith200(t *testing.T) {
+	ts := newTestServer(t, 1<<20)
+	bad := strings.Replace(actorJSON, `"asya-runtime"`, `"app"`, 1)
+	code, body := post(t, ts.URL+"/sync", `{"parent":`+bad+`,"children":{}}`)
+	if code != http.StatusOK {
+		t.Fatalf("got %d %v, want 200", code, body)
+	}
+	status := body["status"].(map[string]any)
+	if status["status"] != "WorkloadError" {
+		t.Errorf("status = %v, want WorkloadError", status["status"])
+	}
+	if kids := body["children"].([]any); len(kids) != 0 {
+		t.Errorf("children = %v, want none for an invalid actor with nothing observed", kids)
+	}
+}
+
+func TestCustomize(t *testing.T) {
+	ts := newTestServer(t, 1<<20)
+	code, body := post(t, ts.URL+"/customize", `{"parent":`+actorJSON+`}`)
+	if code != http.StatusOK {
+		t.Fatalf("got %d %v", code, body)
+	}
+	got, _ := json.Marshal(body["relatedResources"])
+	want := `[{"apiVersion":"v1","labelSelector":{"matchLabels":{"asya.sh/asya":"echo"}},"namespace":"ml","resource":"pods"},` +
+		`{"apiVersion":"autoscaling/v2","names":["keda-hpa-echo"],"namespace":"ml","resource":"horizontalpodautoscalers"},` +
+		`{"apiVersion":"v1","names":["mq-secret"],"namespace":"ml","resource":"secrets"}]`
+	if string(got) != want {
+		t.Errorf("relatedResources =\n%s\nwant\n%s", got, want)
+	}
+}
+
+func TestProbesAndMetrics(t *testing.T) {
+	ts := newTestServer(t, 1<<20)
+	post(t, ts.URL+"/sync", `{"parent":`+actorJSON+`}`)
+	for _, path := range []string{"/healthz", "/readyz"} {
+		resp, err := http.Get(ts.URL + path)
+		if err != nil || resp.StatusCode != 200 {
+			t.Errorf("GET %s: %v %v", path, resp, err)
+		}
+	}
+	resp, err := http.Get(ts.URL + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	text, _ := io.ReadAll(resp.Body)
+	if !strings.Contains(string(text), `asya_sync_hook_calls_total{code="200",hook="sync"`) {
+		t.Errorf("metrics lack the sync call:\n%s", text)
+	}
+}
+
+func post(t *testing.T, url, body string) (int, map[string]any) {
+	t.Helper()
+	resp, err := http.Post(url, "application/json", bytes.NewBufferString(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var out map[string]any
+	if err := json.NewDecoder(resp.Body).Decode(&out); err != nil {
+		t.Fatalf("response is not JSON: %v", err)
+	}
+	return resp.StatusCode, out
+}
+
+// noBrokers has no open broker for any transport.
+type noBrokers struct{}
+
+func (noBrokers) Get(string) (transport.Transport, bool) { return nil, false }

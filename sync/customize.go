@@ -1,0 +1,37 @@
+package sync
+
+import (
+	"github.com/asya-sh/asya-sync/api/hook"
+	"github.com/asya-sh/asya-sync/children"
+)
+
+// Customize names the related objects every sync of the actor needs: its
+// pods, KEDA's HPA, and the Secrets its transport references, so that a
+// missing Secret shows in status before any pod fails on it.
+func (h *Handler) Customize(req *hook.CustomizeRequest) (*hook.CustomizeResponse, error) {
+	actor, _ := hook.DecodeParent(req.Parent)
+	if actor == nil {
+		return nil, errNoParent
+	}
+	ns, name := actor.Namespace, actor.Name
+	rules := []hook.RelatedResourceRule{
+		{APIVersion: "v1", Resource: "pods", Namespace: ns,
+			LabelSelector: &hook.LabelSelector{MatchLabels: map[string]string{children.LabelActor: name}}},
+		{APIVersion: "autoscaling/v2", Resource: "horizontalpodautoscalers", Namespace: ns,
+			Names: []string{"keda-hpa-" + name}},
+	}
+	if names := h.secretNames(actor.Spec.Transport); len(names) > 0 {
+		rules = append(rules, hook.RelatedResourceRule{APIVersion: "v1", Resource: "secrets", Namespace: ns, Names: names})
+	}
+	return &hook.CustomizeResponse{RelatedResources: rules}, nil
+}
+
+func (h *Handler) secretNames(transportName string) []string {
+	var names []string
+	for _, ref := range h.Config.Transports[transportName].SecretRefs() {
+		if !contains(names, ref.Name) {
+			names = append(names, ref.Name)
+		}
+	}
+	return names
+}

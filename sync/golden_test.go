@@ -1,0 +1,187 @@
+package sync
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/asya-sh/asya-sync/api/hook"
+	"github.com/asya-sh/asya-sync/config"
+	"github.com/asya-sh/asya-sync/internal/golden"
+	asyaruntime "github.com/asya-sh/asya-sync/runtime"
+	"github.com/asya-sh/asya-sync/transport"
+)
+
+// Golden cases live in testdata/sync/<case>/: description.txt (one line),
+// request.json, response.json, and optionally world.json describing what
+// the broker answers and the time.
+const casesDir = "../testdata/sync"
+
+// testScript stands in for the runtime script so that golden files do not
+// change with every edit of the real one.
+var testScript = asyaruntime.Script{Source: "# asya runtime\n", Hash: "0123456789abcdef"}
+
+// defaultNow is the clock of a case without world.json's now.
+var defaultNow = time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+
+// world is what a case's surroundings do.
+type world struct {
+	Now       *time.Time `json:"now,omitempty"`
+	Transport struct {
+		EnsureError *struct {
+			Reason            string `json:"reason"`
+			Message           string `json:"message"`
+			RetryAfterSeconds int    `json:"retryAfterSeconds"`
+		} `json:"ensureError,omitempty"`
+		Counts *transport.Counts `json:"counts,omitempty"`
+	} `json:"transport"`
+}
+
+func TestGolden(t *testing.T) {
+	for _, dir := range caseDirs(t) {
+		t.Run(filepath.Base(dir), func(t *testing.T) {
+			req, h := loadCase(t, dir)
+			resp, err := h.Sync(context.Background(), req)
+			if err != nil {
+				t.Fatalf("sync: %v", err)
+			}
+			golden.JSON(t, filepath.Join(dir, "response.json"), resp)
+		})
+	}
+}
+
+// TestFixpoint feeds each response's status back into the parent: syncing
+// again with the same observed world must answer exactly the same.
+func TestFixpoint(t *testing.T) {
+	for _, dir := range caseDirs(t) {
+		t.Run(filepath.Base(dir), func(t *testing.T) {
+			req, h := loadCase(t, dir)
+			first, err := h.Sync(context.Background(), req)
+			if err != nil {
+				t.Fatalf("sync: %v", err)
+			}
+			req.Parent = withStatus(t, req.Parent, first.Status)
+			second, err := h.Sync(context.Background(), req)
+			if err != nil {
+				t.Fatalf("second sync: %v", err)
+			}
+			if diff := cmp.Diff(asJSON(t, first), asJSON(t, second)); diff != "" {
+				t.Errorf("second sync differs (-first +second):\n%s", diff)
+			}
+		})
+	}
+}
+
+func caseDirs(t *testing.T) []string {
+	t.Helper()
+	dirs, err := filepath.Glob(filepath.Join(casesDir, "*", "request.json"))
+	if err != nil || len(dirs) == 0 {
+		t.Fatalf("no golden cases in %s: %v", casesDir, err)
+	}
+	for i, d := range dirs {
+		dirs[i] = filepath.Dir(d)
+		if _, err := os.Stat(filepath.Join(dirs[i], "description.txt")); err != nil {
+			t.Errorf("case %s has no description.txt", dirs[i])
+		}
+	}
+	return dirs
+}
+
+func loadCase(t *testing.T, dir string) (*hook.Request, *Handler) {
+	t.Helper()
+	cfg, err := config.Load(filepath.Join(casesDir, "config.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, err := os.ReadFile(filepath.Join(dir, "request.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req, err := hook.DecodeRequest(body)
+	if err != nil {
+		t.Fatalf("request.json: %v", err)
+	}
+	w := readWorld(t, dir)
+	now := defaultNow
+	if w.Now != nil {
+		now = *w.Now
+	}
+	h := &Handler{Config: cfg, Script: testScript, Now: func() time.Time { return now },
+		Transports: scripted{w}}
+	return req, h
+}
+
+func readWorld(t *testing.T, dir string) world {
+	t.Helper()
+	var w world
+	data, err := os.ReadFile(filepath.Join(dir, "world.json"))
+	if os.IsNotExist(err) {
+		return w
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(data, &w); err != nil {
+		t.Fatalf("world.json: %v", err)
+	}
+	return w
+}
+
+func withStatus(t *testing.T, parent json.RawMessage, status any) json.RawMessage {
+	t.Helper()
+	var m map[string]any
+	if err := json.Unmarshal(parent, &m); err != nil {
+		t.Fatal(err)
+	}
+	m["status"] = asJSON(t, status)
+	out, err := json.Marshal(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// asJSON normalizes a value to its JSON form for comparison.
+func asJSON(t *testing.T, v any) any {
+	t.Helper()
+	data, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out any
+	if err := json.Unmarshal(data, &out); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// scripted is a broker that answers as a case's world.json says. The real
+// brokers are exercised by the transport package's integration tests; the
+// golden cases pin down what the hook does with their answers.
+type scripted struct{ w world }
+
+func (s scripted) Get(string) (transport.Transport, bool) { return s, true }
+
+func (s scripted) Ensure(context.Context, transport.Queue) error {
+	e := s.w.Transport.EnsureError
+	if e == nil {
+		return nil
+	}
+	return &transport.Error{Reason: e.Reason, Message: e.Message, RetryAfter: time.Duration(e.RetryAfterSeconds) * time.Second}
+}
+
+func (s scripted) Delete(context.Context, transport.Queue) error { return nil }
+
+func (s scripted) Counts(context.Context, transport.Queue) (transport.Counts, error) {
+	if s.w.Transport.Counts == nil {
+		return transport.Counts{}, nil
+	}
+	return *s.w.Transport.Counts, nil
+}
+
+func (s scripted) Close() error { return nil }

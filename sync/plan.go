@@ -1,0 +1,218 @@
+package sync
+
+import (
+	"encoding/json"
+	"math"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	autoscalingv2 "k8s.io/api/autoscaling/v2"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	kedav1alpha1 "github.com/kedacore/keda/v2/apis/keda/v1alpha1"
+
+	"github.com/asya-sh/asya-sync/api/hook"
+	"github.com/asya-sh/asya-sync/api/v1alpha1"
+	"github.com/asya-sh/asya-sync/children"
+	"github.com/asya-sh/asya-sync/config"
+	"github.com/asya-sh/asya-sync/status"
+)
+
+// Group keys of what Metacontroller sends.
+var (
+	groupDeployment   = [2]string{"Deployment", "apps/v1"}
+	groupStatefulSet  = [2]string{"StatefulSet", "apps/v1"}
+	groupScaledObject = [2]string{"ScaledObject", "keda.sh/v1alpha1"}
+	groupHPA          = [2]string{"HorizontalPodAutoscaler", "autoscaling/v2"}
+	groupPod          = [2]string{"Pod", "v1"}
+	groupSecret       = [2]string{"Secret", "v1"}
+)
+
+// plan is one sync worked out: what was asked, what is wrong, what the
+// broker said. respond turns it into the answer.
+type plan struct {
+	h          *Handler
+	req        *hook.Request
+	actor      *v1alpha1.AsyncActor
+	config     config.Transport
+	problems   []string
+	found      bool // the transport is configured and enabled
+	transport  status.Transport
+	retryAfter time.Duration
+	noKEDA     bool
+}
+
+func (h *Handler) plan(actor *v1alpha1.AsyncActor, specErr error, req *hook.Request) *plan {
+	actor.Spec = actor.Spec.WithDefaults()
+	p := &plan{h: h, req: req, actor: actor}
+	if specErr != nil {
+		p.problems = append(p.problems, specErr.Error())
+	}
+	t, problem := h.lookupTransport(actor.Spec.Transport)
+	p.config = t
+	if problem != nil {
+		p.transport = *problem
+		return p
+	}
+	p.found = true
+	p.problems = append(p.problems, validate(actor.Name, actor.Spec, t)...)
+	p.noKEDA = actor.Spec.Scaling.Enabled && !req.Children.HasGroup(groupScaledObject[0], groupScaledObject[1])
+	return p
+}
+
+// valid reports whether children may be built. An invalid actor keeps its
+// children exactly as they were and gets nothing new. A broker failure
+// does not make the actor invalid: its workload keeps running.
+func (p *plan) valid() bool {
+	return p.found && len(p.problems) == 0
+}
+
+func (p *plan) respond(now time.Time) (*hook.Response, error) {
+	kids, err := p.children()
+	if err != nil {
+		return nil, err
+	}
+	result := status.Compute(p.statusInput(now))
+	return &hook.Response{
+		Status:             &result.Status,
+		Children:           kids,
+		ResyncAfterSeconds: seconds(p.resyncAfter(result.ResyncAfter)),
+	}, nil
+}
+
+// resyncAfter prefers the broker's own hint (SQS's 60 s deletion rule).
+func (p *plan) resyncAfter(fromStatus time.Duration) time.Duration {
+	if p.retryAfter > 0 {
+		return p.retryAfter
+	}
+	return fromStatus
+}
+
+func seconds(d time.Duration) float64 { return math.Ceil(d.Seconds()) }
+
+func (p *plan) children() ([]map[string]any, error) {
+	if !p.valid() {
+		return keepObserved(p.req.Children)
+	}
+	objs := children.Build(p.h.input(p.actor, p.config, p.noKEDA))
+	out := make([]map[string]any, 0, len(objs))
+	for _, obj := range objs {
+		m, err := hook.Child(obj)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, m)
+	}
+	return out, nil
+}
+
+func (p *plan) statusInput(now time.Time) status.Input {
+	in := status.Input{
+		Actor:          p.actor,
+		Workload:       p.observedWorkload(),
+		ScalingEnabled: p.actor.Spec.Scaling.Enabled && !p.noKEDA,
+		KEDAMissing:    p.noKEDA,
+		ScaledObject:   decodeNamed[kedav1alpha1.ScaledObject](p.req.Children, groupScaledObject, p.actor.Name),
+		HPA:            decodeNamed[autoscalingv2.HorizontalPodAutoscaler](p.req.Related, groupHPA, "keda-hpa-"+p.actor.Name),
+		Pods:           decodeAll[corev1.Pod](p.req.Related, groupPod),
+		MissingSecrets: p.missingSecrets(),
+		SpecProblems:   p.problems,
+		Transport:      p.transport,
+		Now:            now,
+	}
+	return in
+}
+
+func (p *plan) observedWorkload() *status.Workload {
+	if p.actor.Spec.Workload.Kind == v1alpha1.KindStatefulSet {
+		if sts := decodeNamed[appsv1.StatefulSet](p.req.Children, groupStatefulSet, p.actor.Name); sts != nil {
+			return status.WorkloadFromStatefulSet(sts)
+		}
+		return nil
+	}
+	if d := decodeNamed[appsv1.Deployment](p.req.Children, groupDeployment, p.actor.Name); d != nil {
+		return status.WorkloadFromDeployment(d)
+	}
+	return nil
+}
+
+// missingSecrets lists referenced Secrets that Metacontroller looked for
+// and did not find. Without a Secret group nothing was looked for.
+func (p *plan) missingSecrets() []string {
+	if !p.req.Related.HasGroup(groupSecret[0], groupSecret[1]) {
+		return nil
+	}
+	var missing []string
+	for _, ref := range p.config.SecretRefs() {
+		if p.req.Related.Get(groupSecret[0], groupSecret[1], ref.Name) == nil && !contains(missing, ref.Name) {
+			missing = append(missing, ref.Name)
+		}
+	}
+	return missing
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+func decodeNamed[T any](objs hook.Objects, group [2]string, name string) *T {
+	obj := objs.Get(group[0], group[1], name)
+	if obj == nil {
+		return nil
+	}
+	typed, err := hook.Decode[T](obj)
+	if err != nil {
+		return nil
+	}
+	return typed
+}
+
+func decodeAll[T any](objs hook.Objects, group [2]string) []T {
+	var out []T
+	for _, obj := range objs.List(group[0], group[1]) {
+		if typed, err := hook.Decode[T](obj); err == nil {
+			out = append(out, *typed)
+		}
+	}
+	return out
+}
+
+// AnnotationLastApplied is where Metacontroller keeps what it last applied.
+const AnnotationLastApplied = "metacontroller.k8s.io/last-applied-configuration"
+
+// keepObserved answers with every observed child as it was last applied,
+// so an invalid spec changes and deletes nothing.
+func keepObserved(observed hook.Objects) ([]map[string]any, error) {
+	out := []map[string]any{}
+	for _, obj := range observed.All() {
+		kept, err := lastApplied(obj)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, kept)
+	}
+	return out, nil
+}
+
+func lastApplied(obj *unstructured.Unstructured) (map[string]any, error) {
+	if raw, ok := obj.GetAnnotations()[AnnotationLastApplied]; ok {
+		var m map[string]any
+		if err := json.Unmarshal([]byte(raw), &m); err == nil {
+			return m, nil
+		}
+	}
+	// Not applied by Metacontroller (adopted): keep what is there, minus
+	// what the server owns.
+	kept := obj.DeepCopy()
+	unstructured.RemoveNestedField(kept.Object, "status")
+	for _, f := range []string{"uid", "resourceVersion", "generation", "creationTimestamp", "managedFields", "ownerReferences", "selfLink"} {
+		unstructured.RemoveNestedField(kept.Object, "metadata", f)
+	}
+	return kept.Object, nil
+}

@@ -1,0 +1,94 @@
+package sync
+
+import (
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/asya-sh/asya-sync/api/v1alpha1"
+	"github.com/asya-sh/asya-sync/children"
+	"github.com/asya-sh/asya-sync/config"
+)
+
+const templatePath = "spec.workload.template.spec"
+
+// validate lists what is wrong with a defaulted spec, each problem naming
+// the container or field. The CRD rejects most of the range and enum
+// errors at admission; they are checked again for actors that reach the
+// hook without that CRD (render, older installs).
+func validate(name string, spec v1alpha1.AsyncActorSpec, t config.Transport) []string {
+	var problems []string
+	problems = append(problems, validateContainers(spec.Workload.Template.Spec)...)
+	problems = append(problems, validateVolumes(spec.Workload.Template.Spec)...)
+	problems = append(problems, validateRanges(spec)...)
+	if t.SQS != nil && t.SQS.ActorRoleArn != "" && spec.Workload.Template.Spec.ServiceAccountName != "" {
+		problems = append(problems, fmt.Sprintf(
+			"%s.serviceAccountName: must be empty with transport %q: pods run as the IRSA ServiceAccount %s",
+			templatePath, t.Name, children.ServiceAccountName(name)))
+	}
+	return problems
+}
+
+func validateContainers(pod corev1.PodSpec) []string {
+	var problems []string
+	runtimes := 0
+	for i, c := range pod.Containers {
+		switch c.Name {
+		case children.RuntimeContainer:
+			runtimes++
+			if len(c.Command) > 0 {
+				problems = append(problems, fmt.Sprintf(
+					"%s.containers[%d] (asya-runtime): command must not be set: asya-sync runs the runtime script", templatePath, i))
+			}
+		case children.SidecarContainer:
+			problems = append(problems, fmt.Sprintf(
+				"%s.containers[%d]: the name asya-sidecar is reserved for the injected sidecar", templatePath, i))
+		}
+	}
+	for i, c := range pod.InitContainers {
+		if c.Name == children.SidecarContainer {
+			problems = append(problems, fmt.Sprintf(
+				"%s.initContainers[%d]: the name asya-sidecar is reserved for the injected sidecar", templatePath, i))
+		}
+	}
+	switch {
+	case runtimes == 0:
+		problems = append(problems, fmt.Sprintf("%s.containers: exactly one container must be named asya-runtime, found none", templatePath))
+	case runtimes > 1:
+		problems = append(problems, fmt.Sprintf("%s.containers: exactly one container must be named asya-runtime, found %d", templatePath, runtimes))
+	}
+	return problems
+}
+
+func validateVolumes(pod corev1.PodSpec) []string {
+	var problems []string
+	for i, v := range pod.Volumes {
+		for _, reserved := range children.ReservedVolumes {
+			if v.Name == reserved {
+				problems = append(problems, fmt.Sprintf(
+					"%s.volumes[%d]: the volume name %s is reserved for asya-sync", templatePath, i, reserved))
+			}
+		}
+	}
+	return problems
+}
+
+func validateRanges(spec v1alpha1.AsyncActorSpec) []string {
+	var problems []string
+	check := func(bad bool, format string, args ...any) {
+		if bad {
+			problems = append(problems, fmt.Sprintf(format, args...))
+		}
+	}
+	s := spec.Scaling
+	check(spec.Workload.Kind != v1alpha1.KindDeployment && spec.Workload.Kind != v1alpha1.KindStatefulSet,
+		"spec.workload.kind: %q is not Deployment or StatefulSet", spec.Workload.Kind)
+	check(*spec.Workload.Replicas < 0, "spec.workload.replicas: %d must not be negative", *spec.Workload.Replicas)
+	check(*s.MinReplicas < 0, "spec.scaling.minReplicas: %d must not be negative", *s.MinReplicas)
+	check(*s.MaxReplicas < 1, "spec.scaling.maxReplicas: %d must be at least 1", *s.MaxReplicas)
+	check(*s.MinReplicas > *s.MaxReplicas, "spec.scaling.minReplicas: %d exceeds maxReplicas %d", *s.MinReplicas, *s.MaxReplicas)
+	check(s.QueueLength < 1, "spec.scaling.queueLength: %d must be at least 1", s.QueueLength)
+	check(spec.Timeout.Processing < 1, "spec.timeout.processing: %d must be at least 1 second", spec.Timeout.Processing)
+	check(*spec.Timeout.GracefulShutdown < 0, "spec.timeout.gracefulShutdown: %d must not be negative", *spec.Timeout.GracefulShutdown)
+	return problems
+}

@@ -1,0 +1,65 @@
+package sync
+
+import (
+	"strings"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/utils/ptr"
+
+	"github.com/asya-sh/asya-sync/api/v1alpha1"
+	"github.com/asya-sh/asya-sync/config"
+)
+
+func TestValidate(t *testing.T) {
+	runtime := corev1.Container{Name: "asya-runtime", Image: "python:3.12"}
+	rabbit := config.Transport{Name: "mq", Type: "rabbitmq", Enabled: true, RabbitMQ: &config.RabbitMQ{}}
+	irsa := config.Transport{Name: "aws", Type: "sqs", Enabled: true, SQS: &config.SQS{ActorRoleArn: "arn:aws:iam::1:role/r"}}
+	tests := []struct {
+		name      string
+		edit      func(*v1alpha1.AsyncActorSpec)
+		transport config.Transport
+		want      []string
+	}{
+		{"valid", func(*v1alpha1.AsyncActorSpec) {}, rabbit, nil},
+		{"no runtime container", func(s *v1alpha1.AsyncActorSpec) { s.Workload.Template.Spec.Containers[0].Name = "app" }, rabbit,
+			[]string{"containers: exactly one container must be named asya-runtime, found none"}},
+		{"two runtime containers", func(s *v1alpha1.AsyncActorSpec) {
+			s.Workload.Template.Spec.Containers = append(s.Workload.Template.Spec.Containers, runtime)
+		}, rabbit, []string{"found 2"}},
+		{"runtime command", func(s *v1alpha1.AsyncActorSpec) { s.Workload.Template.Spec.Containers[0].Command = []string{"python"} }, rabbit,
+			[]string{"containers[0] (asya-runtime): command must not be set"}},
+		{"sidecar container", func(s *v1alpha1.AsyncActorSpec) {
+			s.Workload.Template.Spec.Containers = append(s.Workload.Template.Spec.Containers, corev1.Container{Name: "asya-sidecar"})
+		}, rabbit, []string{"containers[1]: the name asya-sidecar is reserved"}},
+		{"sidecar init container", func(s *v1alpha1.AsyncActorSpec) {
+			s.Workload.Template.Spec.InitContainers = []corev1.Container{{Name: "asya-sidecar"}}
+		}, rabbit, []string{"initContainers[0]: the name asya-sidecar is reserved"}},
+		{"reserved volume", func(s *v1alpha1.AsyncActorSpec) {
+			s.Workload.Template.Spec.Volumes = []corev1.Volume{{Name: "socket-dir"}}
+		}, rabbit, []string{"volumes[0]: the volume name socket-dir is reserved"}},
+		{"service account with IRSA", func(s *v1alpha1.AsyncActorSpec) { s.Workload.Template.Spec.ServiceAccountName = "mine" }, irsa,
+			[]string{"serviceAccountName: must be empty with transport \"aws\": pods run as the IRSA ServiceAccount asya-echo"}},
+		{"service account without IRSA", func(s *v1alpha1.AsyncActorSpec) { s.Workload.Template.Spec.ServiceAccountName = "mine" }, rabbit, nil},
+		{"min above max", func(s *v1alpha1.AsyncActorSpec) { s.Scaling.MinReplicas, s.Scaling.MaxReplicas = ptr.To[int32](5), ptr.To[int32](2) }, rabbit,
+			[]string{"spec.scaling.minReplicas: 5 exceeds maxReplicas 2"}},
+		{"bad kind", func(s *v1alpha1.AsyncActorSpec) { s.Workload.Kind = "Job" }, rabbit, []string{`spec.workload.kind: "Job"`}},
+		{"negative replicas", func(s *v1alpha1.AsyncActorSpec) { s.Workload.Replicas = ptr.To[int32](-1) }, rabbit, []string{"spec.workload.replicas: -1"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			spec := v1alpha1.AsyncActorSpec{Transport: tt.transport.Name,
+				Workload: v1alpha1.WorkloadSpec{Template: v1alpha1.PodTemplate{Spec: corev1.PodSpec{Containers: []corev1.Container{runtime}}}}}
+			tt.edit(&spec)
+			got := validate("echo", spec.WithDefaults(), tt.transport)
+			if len(got) != len(tt.want) {
+				t.Fatalf("problems = %q, want %d matching %q", got, len(tt.want), tt.want)
+			}
+			for i := range got {
+				if !strings.Contains(got[i], tt.want[i]) {
+					t.Errorf("problem %d = %q, want it to contain %q", i, got[i], tt.want[i])
+				}
+			}
+		})
+	}
+}
