@@ -41,7 +41,9 @@ func TestValidate(t *testing.T) {
 		{"service account with IRSA", func(s *v1alpha1.AsyncActorSpec) { s.Workload.Template.Spec.ServiceAccountName = "mine" }, irsa,
 			[]string{"serviceAccountName: must be empty with transport \"aws\": pods run as the IRSA ServiceAccount asya-echo"}},
 		{"service account without IRSA", func(s *v1alpha1.AsyncActorSpec) { s.Workload.Template.Spec.ServiceAccountName = "mine" }, rabbit, nil},
-		{"min above max", func(s *v1alpha1.AsyncActorSpec) { s.Scaling.MinReplicas, s.Scaling.MaxReplicas = ptr.To[int32](5), ptr.To[int32](2) }, rabbit,
+		{"min above max", func(s *v1alpha1.AsyncActorSpec) {
+			s.Scaling.MinReplicas, s.Scaling.MaxReplicas = ptr.To[int32](5), ptr.To[int32](2)
+		}, rabbit,
 			[]string{"spec.scaling.minReplicas: 5 exceeds maxReplicas 2"}},
 		{"bad kind", func(s *v1alpha1.AsyncActorSpec) { s.Workload.Kind = "Job" }, rabbit, []string{`spec.workload.kind: "Job"`}},
 		{"negative replicas", func(s *v1alpha1.AsyncActorSpec) { s.Workload.Replicas = ptr.To[int32](-1) }, rabbit, []string{"spec.workload.replicas: -1"}},

@@ -53,7 +53,9 @@ func (s *server) routes() http.Handler {
 	r.Post("/sync", s.hook("sync", s.handleSync))
 	r.Post("/finalize", s.hook("finalize", s.handleFinalize))
 	r.Post("/customize", s.hook("customize", s.handleCustomize))
-	r.Get("/healthz", func(w http.ResponseWriter, _ *http.Request) { writeJSON(w, http.StatusOK, map[string]string{"status": "ok"}) })
+	r.Get("/healthz", func(w http.ResponseWriter, _ *http.Request) {
+		writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
+	})
 	r.Get("/readyz", s.readyz)
 	r.Handle("/metrics", promhttp.HandlerFor(s.metrics.registry, promhttp.HandlerOpts{}))
 	return r
