@@ -309,3 +309,5 @@ func deref(p *int64) string {
 	}
 	return fmt.Sprint(*p)
 }
+
+func itoa(n int) string { return fmt.Sprint(n) }

@@ -1,0 +1,310 @@
+package transport
+
+import (
+	"context"
+	"encoding/json"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/asya-sh/asya-sync/config"
+)
+
+func sqsConfig(change ...func(*config.SQS)) config.SQS {
+	wait := int32(20)
+	cfg := config.SQS{
+		Region: "us-east-1", AccountID: "000000000000", Endpoint: sqsEndpoint,
+		WaitTimeSeconds: &wait, Tags: map[string]string{"team": "ml"},
+		Queues: config.Queues{DLQ: config.DLQ{MaxRetryCount: 3, RetentionDays: 14}},
+	}
+	for _, c := range change {
+		c(&cfg)
+	}
+	return cfg
+}
+
+func withSQSDLQ(c *config.SQS) { c.Queues.DLQ.Enabled = true }
+
+func newSQS(t *testing.T, change ...func(*config.SQS)) *SQS {
+	t.Helper()
+	needSQS(t)
+	s, err := NewSQS(context.Background(), "sqs-test", sqsConfig(change...), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// cleanupSQSQueues deletes the actor's queues at the end of the test.
+func cleanupSQSQueues(t *testing.T, s *SQS, actor string) {
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		_ = s.Delete(ctx, Queue{Actor: actor})
+	})
+}
+
+func sqsAttributes(t *testing.T, s *SQS, queue string) map[string]string {
+	t.Helper()
+	ctx := testContext(t)
+	url, err := s.queueURL(ctx, queue)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := s.client.GetQueueAttributes(ctx, &sqs.GetQueueAttributesInput{
+		QueueUrl: &url, AttributeNames: []types.QueueAttributeName{types.QueueAttributeNameAll}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out.Attributes
+}
+
+func sqsTags(t *testing.T, s *SQS, queue string) map[string]string {
+	t.Helper()
+	ctx := testContext(t)
+	url, err := s.queueURL(ctx, queue)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := s.client.ListQueueTags(ctx, &sqs.ListQueueTagsInput{QueueUrl: &url})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out.Tags
+}
+
+func sendSQS(t *testing.T, s *SQS, queue, body string) {
+	t.Helper()
+	ctx := testContext(t)
+	url, err := s.queueURL(ctx, queue)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.client.SendMessage(ctx, &sqs.SendMessageInput{QueueUrl: &url, MessageBody: &body}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestSQSEnsureCreatesQueueWithAttributesAndTags(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name           string
+		change         func(*config.SQS)
+		processing     int32
+		wantVisibility string
+		wantDLQ        bool
+	}{
+		{"twice the processing timeout", func(*config.SQS) {}, 45, "90", false},
+		{"default processing timeout", func(*config.SQS) {}, 0, "600", false},
+		{"configured visibility timeout", func(c *config.SQS) { c.VisibilityTimeout = 77 }, 45, "77", false},
+		{"with DLQ", withSQSDLQ, 45, "90", true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			s := newSQS(t, tt.change)
+			actor := actorName("sqs")
+			cleanupSQSQueues(t, s, actor)
+			q := Queue{Actor: actor, Namespace: "team-a", ProcessingTimeout: tt.processing}
+			if err := s.Ensure(testContext(t), q); err != nil {
+				t.Fatal(err)
+			}
+
+			attrs := sqsAttributes(t, s, q.Name())
+			if attrs[attrVisibilityTimeout] != tt.wantVisibility || attrs[attrWaitTime] != "20" {
+				t.Errorf("VisibilityTimeout=%s ReceiveMessageWaitTimeSeconds=%s, want %s and 20",
+					attrs[attrVisibilityTimeout], attrs[attrWaitTime], tt.wantVisibility)
+			}
+			wantTags := map[string]string{TagActor: actor, TagNamespace: "team-a", "team": "ml"}
+			if diff := cmp.Diff(wantTags, sqsTags(t, s, q.Name())); diff != "" {
+				t.Errorf("tags (-want +got):\n%s", diff)
+			}
+			if !tt.wantDLQ {
+				if attrs[attrRedrivePolicy] != "" {
+					t.Errorf("RedrivePolicy %s with the DLQ off", attrs[attrRedrivePolicy])
+				}
+				return
+			}
+			dlq := sqsAttributes(t, s, dlqName(actor))
+			if dlq[attrRetention] != "1209600" {
+				t.Errorf("DLQ MessageRetentionPeriod = %s, want 14 days", dlq[attrRetention])
+			}
+			var policy struct {
+				Target   string `json:"deadLetterTargetArn"`
+				MaxCount any    `json:"maxReceiveCount"`
+			}
+			if err := json.Unmarshal([]byte(attrs[attrRedrivePolicy]), &policy); err != nil {
+				t.Fatalf("RedrivePolicy %q: %v", attrs[attrRedrivePolicy], err)
+			}
+			if policy.Target != dlq[attrQueueArn] || policy.MaxCount == nil || toString(policy.MaxCount) != "3" {
+				t.Errorf("RedrivePolicy = %s, want the DLQ %s after 3 receives", attrs[attrRedrivePolicy], dlq[attrQueueArn])
+			}
+		})
+	}
+}
+
+func toString(v any) string {
+	b, _ := json.Marshal(v)
+	return strings.Trim(string(b), `"`)
+}
+
+// A queue that exists with other attributes is updated, not recreated:
+// its messages stay.
+func TestSQSEnsureUpdatesAttributesInPlace(t *testing.T) {
+	t.Parallel()
+	s := newSQS(t)
+	actor := actorName("sqsupdate")
+	cleanupSQSQueues(t, s, actor)
+	ctx := testContext(t)
+	if err := s.Ensure(ctx, Queue{Actor: actor, Namespace: "a", ProcessingTimeout: 30}); err != nil {
+		t.Fatal(err)
+	}
+	sendSQS(t, s, QueueName(actor), "kept")
+
+	if err := s.Ensure(ctx, Queue{Actor: actor, Namespace: "b", ProcessingTimeout: 120}); err != nil {
+		t.Fatalf("Ensure with a new processing timeout: %v", err)
+	}
+	attrs := sqsAttributes(t, s, QueueName(actor))
+	if attrs[attrVisibilityTimeout] != "240" {
+		t.Errorf("VisibilityTimeout = %s, want 240", attrs[attrVisibilityTimeout])
+	}
+	if tags := sqsTags(t, s, QueueName(actor)); tags[TagNamespace] != "b" {
+		t.Errorf("namespace tag = %q, want b", tags[TagNamespace])
+	}
+	if attrs[attrReady] != "1" {
+		t.Errorf("ApproximateNumberOfMessages = %s, want the message sent before to be kept", attrs[attrReady])
+	}
+
+	// Turning the DLQ on and off again updates the redrive policy in place.
+	withDLQ := newSQS(t, withSQSDLQ)
+	if err := withDLQ.Ensure(ctx, Queue{Actor: actor, Namespace: "b", ProcessingTimeout: 120}); err != nil {
+		t.Fatal(err)
+	}
+	if attrs := sqsAttributes(t, s, QueueName(actor)); !strings.Contains(attrs[attrRedrivePolicy], dlqName(actor)) {
+		t.Errorf("RedrivePolicy = %q after turning the DLQ on", attrs[attrRedrivePolicy])
+	}
+	if err := s.Ensure(ctx, Queue{Actor: actor, Namespace: "b", ProcessingTimeout: 120}); err != nil {
+		t.Fatal(err)
+	}
+	if attrs := sqsAttributes(t, s, QueueName(actor)); attrs[attrRedrivePolicy] != "" || attrs[attrReady] != "1" {
+		t.Errorf("after turning the DLQ off: RedrivePolicy = %q, messages = %s", attrs[attrRedrivePolicy], attrs[attrReady])
+	}
+}
+
+func TestSQSQueueDeletedRecently(t *testing.T) {
+	t.Parallel()
+	s := newSQS(t)
+	actor := actorName("sqsrecent")
+	ctx := testContext(t)
+	q := Queue{Actor: actor, ProcessingTimeout: 30}
+	if err := s.Ensure(ctx, q); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Delete(ctx, q); err != nil {
+		t.Fatal(err)
+	}
+	te := wantReason(t, s.Ensure(ctx, q), ReasonQueueDeletedRecently)
+	if te.RetryAfter != 65*time.Second {
+		t.Errorf("RetryAfter = %v, want 65s", te.RetryAfter)
+	}
+	t.Log(te)
+}
+
+func TestSQSAutoCreateOff(t *testing.T) {
+	t.Parallel()
+	s := newSQS(t, func(c *config.SQS) { c.Queues.AutoCreate = aws.Bool(false) })
+	actor := actorName("sqsnocreate")
+	ctx := testContext(t)
+	te := wantReason(t, s.Ensure(ctx, Queue{Actor: actor}), ReasonQueueNotFound)
+	if !strings.Contains(te.Message, "autoCreate is off") {
+		t.Errorf("message %q does not say why", te.Message)
+	}
+
+	creator := newSQS(t)
+	cleanupSQSQueues(t, creator, actor)
+	if err := creator.Ensure(ctx, Queue{Actor: actor}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Ensure(ctx, Queue{Actor: actor}); err != nil {
+		t.Errorf("Ensure of an existing queue with autoCreate off: %v", err)
+	}
+}
+
+func TestSQSDeleteIsIdempotent(t *testing.T) {
+	t.Parallel()
+	s := newSQS(t, withSQSDLQ)
+	actor := actorName("sqsdelete")
+	ctx := testContext(t)
+	q := Queue{Actor: actor}
+	if err := s.Delete(ctx, q); err != nil {
+		t.Fatalf("Delete of a queue that never existed: %v", err)
+	}
+	if err := s.Ensure(ctx, q); err != nil {
+		t.Fatal(err)
+	}
+	sendSQS(t, s, q.Name(), "gone with the queue")
+	for i := range 2 {
+		if err := s.Delete(ctx, q); err != nil {
+			t.Fatalf("Delete #%d: %v", i+1, err)
+		}
+	}
+	fresh := newSQS(t) // no cached URLs
+	for _, name := range []string{q.Name(), dlqName(actor)} {
+		if _, err := fresh.queueURL(ctx, name); !isNotFound(err) {
+			t.Errorf("%s after Delete: %v, want it gone", name, err)
+		}
+	}
+}
+
+func TestSQSCounts(t *testing.T) {
+	t.Parallel()
+	s := newSQS(t)
+	actor := actorName("sqscounts")
+	cleanupSQSQueues(t, s, actor)
+	ctx := testContext(t)
+	q := Queue{Actor: actor, ProcessingTimeout: 30}
+	if err := s.Ensure(ctx, q); err != nil {
+		t.Fatal(err)
+	}
+	for range 3 {
+		sendSQS(t, s, q.Name(), "m")
+	}
+	url, _ := s.queueURL(ctx, q.Name())
+	if _, err := s.client.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{QueueUrl: &url, MaxNumberOfMessages: 1}); err != nil {
+		t.Fatal(err)
+	}
+	counts, err := s.Counts(ctx, q)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// SQS counts 2 visible messages; local-aws-sqs counts the one in
+	// flight among them too.
+	if got := deref(counts.Queued) + "/" + deref(counts.Processing); got != "2/1" && got != "3/1" {
+		t.Errorf("queued/processing = %s, want 2/1", got)
+	}
+
+	_, err = s.Counts(ctx, Queue{Actor: actorName("sqsnocounts")})
+	wantReason(t, err, ReasonQueueNotFound)
+}
+
+func TestSQSUnreachableEndpoint(t *testing.T) {
+	t.Parallel()
+	s, err := NewSQS(context.Background(), "down", sqsConfig(func(c *config.SQS) {
+		c.Endpoint = "http://127.0.0.1:" + itoa(closedPort(t))
+	}), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The SDK retries twice, within about 3 s, before it gives up.
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	te := wantReason(t, s.Ensure(ctx, Queue{Actor: actorName("down")}), ReasonBrokerUnavailable)
+	if !strings.Contains(te.Error(), "connection refused") {
+		t.Errorf("%q does not carry the cause", te.Error())
+	}
+}
