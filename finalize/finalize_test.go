@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"net"
-	"os"
 	"testing"
 	"time"
 
@@ -15,30 +14,11 @@ import (
 	"github.com/asya-sh/asya-sync/api/hook"
 	"github.com/asya-sh/asya-sync/config"
 	_ "github.com/asya-sh/asya-sync/internal/golden" // accepts -update like every test package
+	"github.com/asya-sh/asya-sync/internal/testenv"
 	"github.com/asya-sh/asya-sync/transport"
 )
 
 // These tests run finalize against the real RabbitMQ of .ci/services.sh.
-
-func rabbitURL() string {
-	if u := os.Getenv("ASYA_TEST_RABBITMQ_URL"); u != "" {
-		return u
-	}
-	return "amqp://guest:guest@127.0.0.1:5672/"
-}
-
-func requireRabbit(t *testing.T) *amqp.Connection {
-	t.Helper()
-	conn, err := amqp.Dial(rabbitURL())
-	if err != nil {
-		if os.Getenv("ASYA_REQUIRE_INTEGRATION") == "1" {
-			t.Fatalf("RabbitMQ not reachable at %s: %v", rabbitURL(), err)
-		}
-		t.Skipf("RabbitMQ not reachable at %s (%v); run .ci/services.sh", rabbitURL(), err)
-	}
-	t.Cleanup(func() { conn.Close() })
-	return conn
-}
 
 func handler(t *testing.T, port int) *Handler {
 	t.Helper()
@@ -90,23 +70,10 @@ func declare(t *testing.T, conn *amqp.Connection, queue string, messages int) {
 	}
 }
 
-func queueExists(t *testing.T, conn *amqp.Connection, queue string) bool {
-	t.Helper()
-	ch, err := conn.Channel()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ch.Close()
-	_, err = ch.QueueDeclarePassive(queue, true, false, false, false, nil)
-	return err == nil
-}
-
-func uniqueActor(prefix string) string { return fmt.Sprintf("%s-%d", prefix, time.Now().UnixNano()) }
-
 func TestFinalizeDeletesQueueWithMessagesAndIsIdempotent(t *testing.T) {
-	conn := requireRabbit(t)
+	conn := testenv.Rabbit(t)
 	h := handler(t, 5672)
-	actor := uniqueActor("fin")
+	actor := testenv.UniqueName("fin")
 	declare(t, conn, transport.QueueName(actor), 3)
 	for i := 0; i < 2; i++ {
 		resp, err := h.Finalize(context.Background(), request(t, actor, "mq", nil, nil))
@@ -117,17 +84,17 @@ func TestFinalizeDeletesQueueWithMessagesAndIsIdempotent(t *testing.T) {
 			t.Fatalf("call %d: finalized=%v children=%v status=%q, want finalized, no children, Terminating", i+1, resp.Finalized, resp.Children, resp.Status.Status)
 		}
 	}
-	if queueExists(t, conn, transport.QueueName(actor)) {
+	if testenv.QueueExists(t, conn, transport.QueueName(actor)) {
 		t.Error("queue still exists after finalize")
 	}
 }
 
 func TestFinalizeWaitsForChildren(t *testing.T) {
-	requireRabbit(t)
+	testenv.Rabbit(t)
 	h := handler(t, 5672)
 	child := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "apps/v1", "kind": "Deployment",
 		"metadata": map[string]any{"name": "x", "namespace": "ml"}}}
-	resp, err := h.Finalize(context.Background(), request(t, uniqueActor("kids"), "mq", nil,
+	resp, err := h.Finalize(context.Background(), request(t, testenv.UniqueName("kids"), "mq", nil,
 		hook.Objects{"Deployment.apps/v1": {"x": child}}))
 	if err != nil {
 		t.Fatal(err)
@@ -138,27 +105,24 @@ func TestFinalizeWaitsForChildren(t *testing.T) {
 }
 
 func TestFinalizeRetainKeepsQueue(t *testing.T) {
-	conn := requireRabbit(t)
+	conn := testenv.Rabbit(t)
 	h := handler(t, 5672)
-	actor := uniqueActor("keep")
+	actor := testenv.UniqueName("keep")
 	declare(t, conn, transport.QueueName(actor), 1)
-	t.Cleanup(func() {
-		ch, _ := conn.Channel()
-		ch.QueueDelete(transport.QueueName(actor), false, false, false)
-	})
+	t.Cleanup(func() { testenv.DeleteQueue(conn, transport.QueueName(actor)) })
 	resp, err := h.Finalize(context.Background(), request(t, actor, "mq", map[string]string{AnnotationQueueDeletionPolicy: PolicyRetain}, nil))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !resp.Finalized || !queueExists(t, conn, transport.QueueName(actor)) {
-		t.Errorf("finalized=%v queue kept=%v, want both", resp.Finalized, queueExists(t, conn, transport.QueueName(actor)))
+	if !resp.Finalized || !testenv.QueueExists(t, conn, transport.QueueName(actor)) {
+		t.Errorf("finalized=%v queue kept=%v, want both", resp.Finalized, testenv.QueueExists(t, conn, transport.QueueName(actor)))
 	}
 }
 
 func TestFinalizeWithoutQueueToDelete(t *testing.T) {
 	h := handler(t, 5672)
 	for _, name := range []string{"off", "unknown"} {
-		resp, err := h.Finalize(context.Background(), request(t, uniqueActor("none"), name, nil, nil))
+		resp, err := h.Finalize(context.Background(), request(t, testenv.UniqueName("none"), name, nil, nil))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -169,11 +133,11 @@ func TestFinalizeWithoutQueueToDelete(t *testing.T) {
 }
 
 func TestFinalizeBrokerDownThenBack(t *testing.T) {
-	conn := requireRabbit(t)
+	conn := testenv.Rabbit(t)
 	// A proxy we can stop stands in for the broker going away.
 	proxy := newProxy(t, "127.0.0.1:5672")
 	h := handler(t, proxy.port())
-	actor := uniqueActor("down")
+	actor := testenv.UniqueName("down")
 	declare(t, conn, transport.QueueName(actor), 1)
 
 	proxy.stop()
@@ -185,7 +149,7 @@ func TestFinalizeBrokerDownThenBack(t *testing.T) {
 	if resp.Finalized || resp.ResyncAfterSeconds <= 0 || cond == nil || cond.Reason != transport.ReasonBrokerUnavailable {
 		t.Fatalf("broker down: finalized=%v resync=%v condition=%+v, want not finalized, a resync and BrokerUnavailable", resp.Finalized, resp.ResyncAfterSeconds, cond)
 	}
-	if !queueExists(t, conn, transport.QueueName(actor)) {
+	if !testenv.QueueExists(t, conn, transport.QueueName(actor)) {
 		t.Fatal("queue vanished while the broker was unreachable")
 	}
 
@@ -197,8 +161,8 @@ func TestFinalizeBrokerDownThenBack(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if !resp.Finalized || queueExists(t, conn, transport.QueueName(actor)) {
-		t.Errorf("after the broker came back: finalized=%v, queue exists=%v", resp.Finalized, queueExists(t, conn, transport.QueueName(actor)))
+	if !resp.Finalized || testenv.QueueExists(t, conn, transport.QueueName(actor)) {
+		t.Errorf("after the broker came back: finalized=%v, queue exists=%v", resp.Finalized, testenv.QueueExists(t, conn, transport.QueueName(actor)))
 	}
 }
 

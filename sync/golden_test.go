@@ -31,8 +31,11 @@ var defaultNow = time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
 
 // world is what a case's surroundings do.
 type world struct {
-	Now       *time.Time `json:"now,omitempty"`
-	Transport struct {
+	Now *time.Time `json:"now,omitempty"`
+	// TimeSensitive marks a case whose status changes with time by design
+	// (Degraded after five minutes), exempt from TestLaterSyncSameStatus.
+	TimeSensitive bool `json:"timeSensitive,omitempty"`
+	Transport     struct {
 		EnsureError *struct {
 			Reason            string `json:"reason"`
 			Message           string `json:"message"`
@@ -77,6 +80,36 @@ func TestFixpoint(t *testing.T) {
 	}
 }
 
+// TestLaterSyncSameStatus syncs again 30 seconds later with nothing
+// observed changed: only resyncAfterSeconds may differ.
+func TestLaterSyncSameStatus(t *testing.T) {
+	for _, dir := range caseDirs(t) {
+		t.Run(filepath.Base(dir), func(t *testing.T) {
+			if readWorld(t, dir).TimeSensitive {
+				t.Skip("status changes with time by design")
+			}
+			req, h := loadCase(t, dir)
+			first, err := h.Sync(context.Background(), req)
+			if err != nil {
+				t.Fatalf("sync: %v", err)
+			}
+			req.Parent = withStatus(t, req.Parent, first.Status)
+			later := h.Now().Add(30 * time.Second)
+			h.Now = func() time.Time { return later }
+			second, err := h.Sync(context.Background(), req)
+			if err != nil {
+				t.Fatalf("later sync: %v", err)
+			}
+			if diff := cmp.Diff(asJSON(t, first.Status), asJSON(t, second.Status)); diff != "" {
+				t.Errorf("status 30 s later differs (-first +later):\n%s", diff)
+			}
+			if diff := cmp.Diff(asJSON(t, first.Children), asJSON(t, second.Children)); diff != "" {
+				t.Errorf("children 30 s later differ (-first +later):\n%s", diff)
+			}
+		})
+	}
+}
+
 func caseDirs(t *testing.T) []string {
 	t.Helper()
 	dirs, err := filepath.Glob(filepath.Join(casesDir, "*", "request.json"))
@@ -92,7 +125,7 @@ func caseDirs(t *testing.T) []string {
 	return dirs
 }
 
-func loadCase(t *testing.T, dir string) (*hook.Request, *Handler) {
+func loadCase(t testing.TB, dir string) (*hook.Request, *Handler) {
 	t.Helper()
 	cfg, err := config.Load(filepath.Join(casesDir, "config.yaml"))
 	if err != nil {
@@ -116,7 +149,7 @@ func loadCase(t *testing.T, dir string) (*hook.Request, *Handler) {
 	return req, h
 }
 
-func readWorld(t *testing.T, dir string) world {
+func readWorld(t testing.TB, dir string) world {
 	t.Helper()
 	var w world
 	data, err := os.ReadFile(filepath.Join(dir, "world.json"))

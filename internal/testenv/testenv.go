@@ -1,0 +1,64 @@
+// Package testenv finds the real services integration tests run against
+// (started by .ci/services.sh) and skips, or with
+// ASYA_REQUIRE_INTEGRATION=1 fails, when one is missing.
+package testenv
+
+import (
+	"fmt"
+	"os"
+	"testing"
+	"time"
+
+	amqp "github.com/rabbitmq/amqp091-go"
+)
+
+// RabbitURL is the test broker's AMQP URL.
+func RabbitURL() string {
+	if u := os.Getenv("ASYA_TEST_RABBITMQ_URL"); u != "" {
+		return u
+	}
+	return "amqp://guest:guest@127.0.0.1:5672/"
+}
+
+// Missing skips the test, or fails it when integration is required.
+func Missing(t testing.TB, what string, err error) {
+	t.Helper()
+	if os.Getenv("ASYA_REQUIRE_INTEGRATION") == "1" {
+		t.Fatalf("%s: %v (ASYA_REQUIRE_INTEGRATION=1)", what, err)
+	}
+	t.Skipf("%s: %v; run .ci/services.sh", what, err)
+}
+
+// Rabbit connects to the test broker, closing the connection after the test.
+func Rabbit(t testing.TB) *amqp.Connection {
+	t.Helper()
+	conn, err := amqp.Dial(RabbitURL())
+	if err != nil {
+		Missing(t, "RabbitMQ not reachable at "+RabbitURL(), err)
+	}
+	t.Cleanup(func() { conn.Close() })
+	return conn
+}
+
+// QueueExists reports whether the queue is declared on the broker.
+func QueueExists(t testing.TB, conn *amqp.Connection, queue string) bool {
+	t.Helper()
+	ch, err := conn.Channel()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ch.Close()
+	_, err = ch.QueueDeclarePassive(queue, true, false, false, false, nil)
+	return err == nil
+}
+
+// DeleteQueue removes a queue a test left behind.
+func DeleteQueue(conn *amqp.Connection, queue string) {
+	if ch, err := conn.Channel(); err == nil {
+		ch.QueueDelete(queue, false, false, false)
+		ch.Close()
+	}
+}
+
+// UniqueName makes an actor name no other test run uses.
+func UniqueName(prefix string) string { return fmt.Sprintf("%s-%d", prefix, time.Now().UnixNano()) }

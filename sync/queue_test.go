@@ -1,0 +1,94 @@
+package sync
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/asya-sh/asya-sync/api/hook"
+	"github.com/asya-sh/asya-sync/config"
+	"github.com/asya-sh/asya-sync/internal/testenv"
+	"github.com/asya-sh/asya-sync/transport"
+)
+
+// These tests run the sync hook against the real RabbitMQ of
+// .ci/services.sh: the queue is ensured before the children are built, and
+// a broker outage leaves the children in place.
+
+func rabbitHandler(t *testing.T, port int) *Handler {
+	t.Helper()
+	cfg, err := config.Parse([]byte(fmt.Sprintf("transports: {rabbitmq: {type: rabbitmq, config: {host: 127.0.0.1, port: %d, exchange: asya-test}}}", port)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	set, err := transport.Open(cfg, transport.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { set.Close() })
+	return &Handler{Config: cfg, Transports: set, Script: testScript, Now: time.Now, QueueTimeout: 3 * time.Second}
+}
+
+// actorRequest is the minimal golden request for an actor of another name.
+func actorRequest(t *testing.T, name string) *hook.Request {
+	t.Helper()
+	req, _ := loadCase(t, filepath.Join(casesDir, "minimal"))
+	req.Parent = []byte(fmt.Sprintf(`{"apiVersion":"asya.sh/v1alpha1","kind":"AsyncActor",
+"metadata":{"name":%q,"namespace":"default","generation":1},
+"spec":{"transport":"rabbitmq","workload":{"template":{"spec":{"containers":[{"name":"asya-runtime","image":"python:3.12"}]}}}}}`, name))
+	return req
+}
+
+func TestSyncEnsuresQueueOnRealBroker(t *testing.T) {
+	conn := testenv.Rabbit(t)
+	h := rabbitHandler(t, 5672)
+	actor := testenv.UniqueName("sync")
+	t.Cleanup(func() { testenv.DeleteQueue(conn, transport.QueueName(actor)) })
+	req := actorRequest(t, actor)
+
+	resp, err := h.Sync(context.Background(), req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resp.Status.TransportStatus != "Ready" || !testenv.QueueExists(t, conn, transport.QueueName(actor)) {
+		t.Fatalf("transportStatus=%q, queue exists=%v; want Ready and the queue declared",
+			resp.Status.TransportStatus, testenv.QueueExists(t, conn, transport.QueueName(actor)))
+	}
+	if len(resp.Children) != 2 {
+		t.Errorf("children = %d, want ConfigMap and Deployment", len(resp.Children))
+	}
+}
+
+func TestSyncWithBrokerDownKeepsChildren(t *testing.T) {
+	h := rabbitHandler(t, closedPort(t))
+	req := actorRequest(t, testenv.UniqueName("down"))
+	resp, err := h.Sync(context.Background(), req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var reason string
+	for _, c := range resp.Status.Conditions {
+		if c.Type == "TransportReady" {
+			reason = c.Reason
+		}
+	}
+	if resp.Status.Status != "TransportError" || reason != transport.ReasonBrokerUnavailable || len(resp.Children) != 2 {
+		t.Errorf("status=%q reason=%q children=%d; want TransportError, BrokerUnavailable and both children still returned",
+			resp.Status.Status, reason, len(resp.Children))
+	}
+}
+
+// closedPort is a loopback port nothing listens on.
+func closedPort(t *testing.T) int {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := ln.Addr().(*net.TCPAddr).Port
+	ln.Close()
+	return port
+}
