@@ -1,0 +1,93 @@
+package status
+
+import (
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/asya-sh/asya-sync/api/v1alpha1"
+)
+
+// observation is the input worked out once: what is wrong, what KEDA says,
+// what the pods show. The status fields are read off it.
+type observation struct {
+	in    Input
+	actor *v1alpha1.AsyncActor
+	spec  v1alpha1.AsyncActorSpec
+	// stamp is the clock as stored in timestamps. Kubernetes serializes
+	// times to the second, so a stored time must already be whole seconds
+	// for the status to read back equal to what was computed.
+	stamp       metav1.Time
+	terminating bool
+	pods        podReport
+	// issue is the workload problem the status reports, if any.
+	issue   *issue
+	scaling scalingState
+	desired *int32
+}
+
+// issue is something wrong: the status value it leads to and the condition
+// reason and message that describe it.
+type issue struct {
+	status  string
+	reason  string
+	message string
+}
+
+func observe(in Input) *observation {
+	actor := in.Actor
+	if actor == nil {
+		actor = &v1alpha1.AsyncActor{}
+	}
+	o := &observation{
+		in:          in,
+		actor:       actor,
+		spec:        actor.Spec.WithDefaults(),
+		stamp:       metav1.NewTime(in.Now.Truncate(time.Second)),
+		terminating: actor.DeletionTimestamp != nil,
+		pods:        analyzePods(in.Pods, in.Now),
+	}
+	o.issue = o.workloadIssue()
+	o.scaling = o.scalingState()
+	o.desired = o.desiredReplicas()
+	return o
+}
+
+// workloadIssue is the first workload problem in status order. Problems of
+// the spec come before what the pods show: an invalid spec is never
+// applied, so the pods still run the last valid one and their troubles are
+// not the thing to fix first.
+func (o *observation) workloadIssue() *issue {
+	if len(o.in.SpecProblems) > 0 {
+		return &issue{WorkloadError, "InvalidSpec", invalidSpecMessage(o.in.SpecProblems)}
+	}
+	if len(o.in.MissingSecrets) > 0 {
+		return &issue{ConfigError, "SecretNotFound", o.missingSecretsMessage()}
+	}
+	return o.pods.worst
+}
+
+// since is when the previous status's condition of type t turned False,
+// or now if it was not False: the start of the current failure.
+func (o *observation) since(t string) time.Time {
+	for _, c := range o.actor.Status.Conditions {
+		if c.Type == t && c.Status == metav1.ConditionFalse && !c.LastTransitionTime.IsZero() {
+			return c.LastTransitionTime.Time
+		}
+	}
+	return o.stamp.Time
+}
+
+func (o *observation) workloadKind() string {
+	if o.in.Workload != nil && o.in.Workload.Kind != "" {
+		return o.in.Workload.Kind
+	}
+	return o.spec.Workload.Kind
+}
+
+func (o *observation) workloadName() string {
+	if o.in.Workload != nil && o.in.Workload.Name != "" {
+		return o.in.Workload.Name
+	}
+	return o.actor.Name
+}

@@ -1,0 +1,115 @@
+package status
+
+import (
+	"fmt"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/asya-sh/asya-sync/api/v1alpha1"
+)
+
+// setReplicaFields fills the counts, references and display fields.
+func (o *observation) setReplicaFields(st *v1alpha1.AsyncActorStatus) {
+	st.TransportStatus = TransportStatusNotReady
+	if o.in.Transport.Ready {
+		st.TransportStatus = TransportStatusReady
+	}
+	st.ScalingMode = ScalingModeManual
+	if o.in.ScalingEnabled {
+		st.ScalingMode = ScalingModeKEDA
+		st.ScaledObjectRef = &v1alpha1.NamespacedName{Name: o.actor.Name, Namespace: o.actor.Namespace}
+	}
+	st.QueuedMessages = copyPtr(o.in.Transport.Queued)
+	st.ProcessingMessages = copyPtr(o.in.Transport.Processing)
+
+	if o.terminating && o.in.Workload == nil {
+		// The finalize hook observes no workload: what was last known of
+		// it stays, rather than a made-up drop to zero.
+		keepWorkloadFields(st, &o.actor.Status)
+		return
+	}
+	o.setCounts(st)
+}
+
+// setCounts reads the counts off the workload's status; a workload not
+// observed yet has none of anything.
+func (o *observation) setCounts(st *v1alpha1.AsyncActorStatus) {
+	var w Workload
+	if o.in.Workload != nil {
+		w = *o.in.Workload
+		st.WorkloadRef = &v1alpha1.WorkloadReference{
+			APIVersion: "apps/v1", Kind: o.workloadKind(), Name: o.workloadName(), Namespace: o.actor.Namespace,
+		}
+	}
+	ready, total := w.ReadyReplicas, w.Replicas
+	st.Replicas = ptr(ready)
+	st.ReadyReplicas = ptr(ready)
+	st.TotalReplicas = ptr(total)
+	st.PendingReplicas = ptr(max(total-ready, 0))
+	st.FailingPods = ptr(o.pods.failing)
+	st.DesiredReplicas = copyPtr(o.desired)
+	st.ReadyReplicasSummary = fmt.Sprintf("%d/%d", ready, total)
+	st.LastScaleTime, st.LastScaleDirection = o.lastScale(ready)
+}
+
+// lastScale records a scale event when the number of ready pods differs
+// from the previous status's. Without a previous count there is nothing
+// to compare with, so the first observation is not an event: that keeps
+// an actor whose status was lost from claiming a scale that never
+// happened. A new actor still gets its first scale-up recorded, because
+// its status says 0 ready while it is Creating.
+func (o *observation) lastScale(ready int32) (*metav1.Time, string) {
+	prev := o.actor.Status
+	switch {
+	case prev.ReadyReplicas == nil || *prev.ReadyReplicas == ready:
+		return copyPtr(prev.LastScaleTime), prev.LastScaleDirection
+	case ready > *prev.ReadyReplicas:
+		return copyPtr(&o.stamp), DirectionUp
+	}
+	return copyPtr(&o.stamp), DirectionDown
+}
+
+// desiredReplicas is the HPA's wish when KEDA scales, else the spec's.
+// An HPA reports 0 only while it is not acting: KEDA itself moves the
+// workload between zero and its first replicas by writing the workload's
+// replicas, so then the workload's spec.replicas is what is wanted.
+func (o *observation) desiredReplicas() *int32 {
+	if !o.in.ScalingEnabled {
+		return copyPtr(o.spec.Workload.Replicas)
+	}
+	if o.in.HPA == nil {
+		return nil
+	}
+	if d := o.in.HPA.Status.DesiredReplicas; d > 0 {
+		return ptr(d)
+	}
+	if w := o.in.Workload; w != nil && w.DesiredReplicas != nil {
+		return ptr(*w.DesiredReplicas)
+	}
+	return ptr(int32(0))
+}
+
+func keepWorkloadFields(st, prev *v1alpha1.AsyncActorStatus) {
+	st.Replicas = copyPtr(prev.Replicas)
+	st.ReadyReplicas = copyPtr(prev.ReadyReplicas)
+	st.TotalReplicas = copyPtr(prev.TotalReplicas)
+	st.PendingReplicas = copyPtr(prev.PendingReplicas)
+	st.FailingPods = copyPtr(prev.FailingPods)
+	st.DesiredReplicas = copyPtr(prev.DesiredReplicas)
+	st.ReadyReplicasSummary = prev.ReadyReplicasSummary
+	if prev.WorkloadRef != nil {
+		ref := *prev.WorkloadRef
+		st.WorkloadRef = &ref
+	}
+	st.LastScaleTime = copyPtr(prev.LastScaleTime)
+	st.LastScaleDirection = prev.LastScaleDirection
+}
+
+func ptr[T any](v T) *T { return &v }
+
+func copyPtr[T any](p *T) *T {
+	if p == nil {
+		return nil
+	}
+	return ptr(*p)
+}

@@ -1,0 +1,148 @@
+// Package status computes an AsyncActor's status from what the sync hook
+// observed: the actor, its workload, KEDA's objects, its pods and the
+// transport's answer. It is a pure function of its input and the injected
+// clock, and its result is a fixpoint: feeding the status it returns back
+// into the actor and computing again with the same observations returns the
+// same status (SPEC §2), so Metacontroller writes it at most once.
+package status
+
+import (
+	"time"
+
+	kedav1alpha1 "github.com/kedacore/keda/v2/apis/keda/v1alpha1"
+	autoscalingv2 "k8s.io/api/autoscaling/v2"
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/asya-sh/asya-sync/api/v1alpha1"
+)
+
+// Status values (SPEC §7), in the order in which they are chosen.
+const (
+	Terminating      = "Terminating"
+	Creating         = "Creating"
+	TransportError   = "TransportError"
+	ImagePullError   = "ImagePullError"
+	RuntimeError     = "RuntimeError"
+	SidecarError     = "SidecarError"
+	PendingResources = "PendingResources"
+	VolumeError      = "VolumeError"
+	ConfigError      = "ConfigError"
+	WorkloadError    = "WorkloadError"
+	ScalingError     = "ScalingError"
+	Napping          = "Napping"
+	ScalingUp        = "ScalingUp"
+	ScalingDown      = "ScalingDown"
+	Updating         = "Updating"
+	Degraded         = "Degraded"
+	Running          = "Running"
+)
+
+// Condition types.
+const (
+	ConditionTransportReady = "TransportReady"
+	ConditionWorkloadReady  = "WorkloadReady"
+	ConditionScalingReady   = "ScalingReady"
+)
+
+// Values of the transportStatus, scalingMode and lastScaleDirection fields.
+const (
+	TransportStatusReady    = "Ready"
+	TransportStatusNotReady = "NotReady"
+	ScalingModeKEDA         = "KEDA"
+	ScalingModeManual       = "Manual"
+	DirectionUp             = "up"
+	DirectionDown           = "down"
+)
+
+// Time-based decisions. Each is measured from a timestamp that is part of
+// the observed world (a condition's lastTransitionTime), never from a
+// counter, so that the status stays a fixpoint between two crossings.
+const (
+	// DegradedAfter is how long a pod may stay not ready before the actor
+	// is Degraded rather than starting, scaling or updating.
+	DegradedAfter = 5 * time.Minute
+	// PodStartTimeout is how long a scheduled pod may wait for its sandbox
+	// (volumes mounted, network set up) before it counts as a VolumeError.
+	PodStartTimeout = 2 * time.Minute
+	// KEDAGracePeriod is how long KEDA may take to report on a new
+	// ScaledObject and create its HPA before that is a ScalingError.
+	KEDAGracePeriod = 2 * time.Minute
+	// KEDAPollInterval paces resyncs while waiting for KEDA.
+	KEDAPollInterval = 10 * time.Second
+	// MinBackoff and MaxBackoff bound the resync delay after an error.
+	MinBackoff = 5 * time.Second
+	MaxBackoff = 5 * time.Minute
+)
+
+// Input is everything the status depends on.
+type Input struct {
+	// Actor as observed: metadata (generation, deletionTimestamp), spec
+	// (defaulted here again, harmlessly) and the previous status.
+	Actor *v1alpha1.AsyncActor
+	// Workload is the observed Deployment or StatefulSet; nil if none yet.
+	Workload *Workload
+	// ScalingEnabled is spec.scaling.enabled as applied: false when KEDA
+	// is missing.
+	ScalingEnabled bool
+	// KEDAMissing: scaling is on but the cluster has no ScaledObject
+	// resource.
+	KEDAMissing bool
+	// ScaledObject is the observed child; nil if none.
+	ScaledObject *kedav1alpha1.ScaledObject
+	// HPA is KEDA's keda-hpa-<name>; nil if none.
+	HPA *autoscalingv2.HorizontalPodAutoscaler
+	// Pods are the actor's pods, in any order.
+	Pods []corev1.Pod
+	// MissingSecrets are referenced Secrets that were looked for and not
+	// found.
+	MissingSecrets []string
+	// SpecProblems are validation failures, each naming the field; any
+	// makes the spec invalid.
+	SpecProblems []string
+	// Transport is the outcome of ensuring the actor's queue.
+	Transport Transport
+	// Now is the clock.
+	Now time.Time
+}
+
+// Workload is what the status needs of a Deployment or StatefulSet.
+type Workload struct {
+	Kind               string // Deployment | StatefulSet
+	Name               string
+	Generation         int64
+	ObservedGeneration int64
+	// DesiredReplicas is spec.replicas of the observed object.
+	DesiredReplicas *int32
+	// From .status.
+	Replicas, ReadyReplicas, UpdatedReplicas, AvailableReplicas int32
+}
+
+// Transport is the outcome of the queue operation of this hook call.
+type Transport struct {
+	Ready bool
+	// Reason and Message say why the transport is not ready (e.g.
+	// TransportNotFound, BrokerUnavailable, QueueDeletedRecently). When
+	// ready they may override the condition's default reason and message.
+	Reason, Message string
+	// Queued and Processing are message counts; nil means unknown and is
+	// left out of the status.
+	Queued, Processing *int64
+}
+
+// Result is the computed status and when to look again.
+type Result struct {
+	Status v1alpha1.AsyncActorStatus
+	// ResyncAfter is when a time-based decision may change the status,
+	// or when to retry after an error; 0 means no time-based resync.
+	ResyncAfter time.Duration
+}
+
+// Compute derives the actor's status from the observations in in.
+func Compute(in Input) Result {
+	o := observe(in)
+	st := v1alpha1.AsyncActorStatus{Conditions: ownConditions(o.actor.Status.Conditions)}
+	o.setConditions(&st)
+	o.setReplicaFields(&st)
+	st.Status = o.statusValue()
+	return Result{Status: st, ResyncAfter: o.resyncAfter(&st)}
+}

@@ -1,0 +1,43 @@
+package status
+
+import (
+	appsv1 "k8s.io/api/apps/v1"
+
+	"github.com/asya-sh/asya-sync/api/v1alpha1"
+)
+
+// WorkloadFromDeployment takes what the status needs of a Deployment.
+func WorkloadFromDeployment(d *appsv1.Deployment) *Workload {
+	if d == nil {
+		return nil
+	}
+	return &Workload{
+		Kind:               v1alpha1.KindDeployment,
+		Name:               d.Name,
+		Generation:         d.Generation,
+		ObservedGeneration: d.Status.ObservedGeneration,
+		DesiredReplicas:    copyPtr(d.Spec.Replicas),
+		Replicas:           d.Status.Replicas,
+		ReadyReplicas:      d.Status.ReadyReplicas,
+		UpdatedReplicas:    d.Status.UpdatedReplicas,
+		AvailableReplicas:  d.Status.AvailableReplicas,
+	}
+}
+
+// WorkloadFromStatefulSet takes what the status needs of a StatefulSet.
+func WorkloadFromStatefulSet(s *appsv1.StatefulSet) *Workload {
+	if s == nil {
+		return nil
+	}
+	return &Workload{
+		Kind:               v1alpha1.KindStatefulSet,
+		Name:               s.Name,
+		Generation:         s.Generation,
+		ObservedGeneration: s.Status.ObservedGeneration,
+		DesiredReplicas:    copyPtr(s.Spec.Replicas),
+		Replicas:           s.Status.Replicas,
+		ReadyReplicas:      s.Status.ReadyReplicas,
+		UpdatedReplicas:    s.Status.UpdatedReplicas,
+		AvailableReplicas:  s.Status.AvailableReplicas,
+	}
+}
