@@ -1,0 +1,92 @@
+package main
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/asya-sh/asya-sync/internal/golden"
+)
+
+func TestRenderExample(t *testing.T) {
+	var out bytes.Buffer
+	if err := runRender([]string{"-f", "../../examples/hello-actor.yaml", "--config", "../../examples/config.yaml"}, &out); err != nil {
+		t.Fatal(err)
+	}
+	// The script changes independently of render; pin it down by name only.
+	text := out.String()
+	for _, kind := range []string{"kind: ConfigMap", "kind: Deployment", "kind: ScaledObject"} {
+		if !strings.Contains(text, kind) {
+			t.Errorf("render output lacks %q", kind)
+		}
+	}
+	if got := len(regexp.MustCompile(`(?m)^---$`).FindAllString(text, -1)); got != 3 {
+		t.Errorf("render printed %d documents, want 3", got)
+	}
+}
+
+func TestRenderStream(t *testing.T) {
+	dir := t.TempDir()
+	stream := `apiVersion: asya.sh/v1alpha1
+kind: AsyncActor
+metadata: {name: a}
+spec:
+  transport: rabbitmq
+  workload: {template: {spec: {containers: [{name: asya-runtime, image: python:3.12}]}}}
+---
+apiVersion: asya.sh/v1alpha1
+kind: AsyncActor
+metadata: {name: b, namespace: ml}
+spec:
+  transport: rabbitmq
+  workload: {kind: StatefulSet, template: {spec: {containers: [{name: asya-runtime, image: python:3.12}]}}}
+`
+	path := filepath.Join(dir, "actors.yaml")
+	if err := os.WriteFile(path, []byte(stream), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("ASYA_RUNTIME_SCRIPT_PATH", writeFile(t, dir, "runtime.py", "# runtime\n"))
+	var out bytes.Buffer
+	if err := runRender([]string{"-f", path, "--config", "../../examples/config.yaml"}, &out); err != nil {
+		t.Fatal(err)
+	}
+	golden.Bytes(t, "testdata/render-stream.yaml", out.Bytes())
+}
+
+func TestRenderRejects(t *testing.T) {
+	dir := t.TempDir()
+	tests := []struct{ name, doc, want string }{
+		{"no runtime container", "apiVersion: asya.sh/v1alpha1\nkind: AsyncActor\nmetadata: {name: a}\nspec: {transport: rabbitmq, workload: {template: {spec: {containers: [{name: app, image: x}]}}}}\n",
+			"exactly one container must be named asya-runtime"},
+		{"unknown transport", "apiVersion: asya.sh/v1alpha1\nkind: AsyncActor\nmetadata: {name: a}\nspec: {transport: kafka, workload: {template: {spec: {containers: [{name: asya-runtime, image: x}]}}}}\n",
+			`transport "kafka" is not configured`},
+		{"unknown field", "apiVersion: asya.sh/v1alpha1\nkind: AsyncActor\nmetadata: {name: a}\nspec: {transprt: rabbitmq}\n", `unknown field "transprt"`},
+		{"other kind", "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: a}\n", "is not an AsyncActor"},
+		{"empty", "", "no AsyncActor documents"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			path := writeFile(t, dir, "actor.yaml", tt.doc)
+			var out bytes.Buffer
+			err := runRender([]string{"-f", path, "--config", "../../examples/config.yaml"}, &out)
+			if err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Errorf("error = %v, want it to contain %q", err, tt.want)
+			}
+			if out.Len() != 0 {
+				t.Errorf("printed %d bytes for an invalid input, want nothing", out.Len())
+			}
+		})
+	}
+}
+
+func writeFile(t *testing.T, dir, name, text string) string {
+	t.Helper()
+	path := filepath.Join(dir, name)
+	if err := os.WriteFile(path, []byte(text), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
