@@ -3,6 +3,7 @@ package transport
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net"
 	"sync"
 	"time"
@@ -82,8 +83,8 @@ func (c *amqpConnection) current() (*amqp.Connection, error) {
 func (c *amqpConnection) backingOff() error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.lastErr != nil && time.Now().Before(c.retryAt) {
-		return c.lastErr
+	if wait := time.Until(c.retryAt); c.lastErr != nil && wait > 0 {
+		return fmt.Errorf("%w (next attempt in %v)", c.lastErr, wait.Round(time.Millisecond))
 	}
 	return nil
 }

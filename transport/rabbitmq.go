@@ -238,9 +238,12 @@ func isAMQPCode(err error, code int) bool {
 
 // explain turns a broker error into a transport Error that says what to do.
 func (r *RabbitMQ) explain(ctx context.Context, err error) error {
+	if err == nil {
+		return nil
+	}
 	var te *Error
-	if err == nil || errors.As(err, &te) {
-		return err
+	if errors.As(err, &te) {
+		return te
 	}
 	var step *amqpStepError
 	var ae *amqp.Error

@@ -180,15 +180,19 @@ func deleteQueueByHand(t *testing.T, queue string) {
 	}
 }
 
-// cleanupRabbitQueues deletes the actor's queues at the end of the test.
-func cleanupRabbitQueues(t *testing.T, actor string) {
+// cleanupRabbitQueues deletes the actors' queues at the end of the test.
+func cleanupRabbitQueues(t *testing.T, actors ...string) {
 	t.Cleanup(func() {
 		conn, err := amqp.Dial(rabbitURL)
 		if err != nil {
 			return
 		}
 		defer conn.Close()
-		if ch, err := conn.Channel(); err == nil {
+		ch, err := conn.Channel()
+		if err != nil {
+			return
+		}
+		for _, actor := range actors {
 			ch.QueueDelete(QueueName(actor), false, false, false)
 			ch.QueueDelete(dlqName(actor), false, false, false)
 		}

@@ -128,7 +128,9 @@ func (s *SQS) tags(q Queue) map[string]string {
 		tags = map[string]string{}
 	}
 	tags[TagActor] = q.Actor
-	tags[TagNamespace] = q.Namespace
+	if q.Namespace != "" {
+		tags[TagNamespace] = q.Namespace
+	}
 	return tags
 }
 
@@ -140,9 +142,21 @@ func redrivePolicy(dlqARN string, maxReceiveCount int32) string {
 	return string(policy)
 }
 
-// createOrUpdate creates the queue; when it exists with other attributes
-// it sets them (and the tags) in place. A queue is never deleted here.
+// createOrUpdate creates the queue, or sets the attributes of one that
+// exists with other values in place: a queue is never deleted here. Tags
+// are set either way, because CreateQueue ignores them on an existing queue.
 func (s *SQS) createOrUpdate(ctx context.Context, name string, attrs, tags map[string]string) (string, error) {
+	url, err := s.create(ctx, name, attrs, tags)
+	if err != nil {
+		return "", err
+	}
+	if _, err := s.client.TagQueue(ctx, &sqs.TagQueueInput{QueueUrl: &url, Tags: tags}); err != nil {
+		return "", s.explain(err, "tagging queue "+name)
+	}
+	return url, nil
+}
+
+func (s *SQS) create(ctx context.Context, name string, attrs, tags map[string]string) (string, error) {
 	out, err := s.client.CreateQueue(ctx, &sqs.CreateQueueInput{QueueName: &name, Attributes: attrs, Tags: tags})
 	if err == nil {
 		s.urls.Store(name, aws.ToString(out.QueueUrl))
@@ -161,9 +175,6 @@ func (s *SQS) createOrUpdate(ctx context.Context, name string, attrs, tags map[s
 	}
 	if _, err := s.client.SetQueueAttributes(ctx, &sqs.SetQueueAttributesInput{QueueUrl: &url, Attributes: updates}); err != nil {
 		return "", s.explain(err, "updating the attributes of queue "+name)
-	}
-	if _, err := s.client.TagQueue(ctx, &sqs.TagQueueInput{QueueUrl: &url, Tags: tags}); err != nil {
-		return "", s.explain(err, "tagging queue "+name)
 	}
 	return url, nil
 }
