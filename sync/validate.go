@@ -21,6 +21,7 @@ func validate(name string, spec v1alpha1.AsyncActorSpec, t config.Transport) []s
 	problems = append(problems, validateContainers(spec.Workload.Template.Spec)...)
 	problems = append(problems, validateVolumes(spec.Workload.Template.Spec)...)
 	problems = append(problems, validateRanges(spec)...)
+	problems = append(problems, validateAdvanced(spec.Scaling.Advanced)...)
 	if t.SQS != nil && t.SQS.ActorRoleArn != "" && spec.Workload.Template.Spec.ServiceAccountName != "" {
 		problems = append(problems, fmt.Sprintf(
 			"%s.serviceAccountName: must be empty with transport %q: pods run as the IRSA ServiceAccount %s",
@@ -90,5 +91,21 @@ func validateRanges(spec v1alpha1.AsyncActorSpec) []string {
 	check(s.QueueLength < 1, "spec.scaling.queueLength: %d must be at least 1", s.QueueLength)
 	check(spec.Timeout.Processing < 1, "spec.timeout.processing: %d must be at least 1 second", spec.Timeout.Processing)
 	check(*spec.Timeout.GracefulShutdown < 0, "spec.timeout.gracefulShutdown: %d must not be negative", *spec.Timeout.GracefulShutdown)
+	return problems
+}
+
+// validateAdvanced checks what KEDA's admission webhook would refuse, so
+// the actor says why instead of its ScaledObject failing to apply.
+func validateAdvanced(adv *v1alpha1.AdvancedScaling) []string {
+	if adv == nil {
+		return nil
+	}
+	var problems []string
+	if (adv.Formula == "") != (adv.Target == "") {
+		problems = append(problems, "spec.scaling.advanced: formula and target must be set together")
+	}
+	if adv.MetricType == "Utilization" {
+		problems = append(problems, "spec.scaling.advanced.metricType: KEDA's scalingModifiers accept AverageValue or Value, not Utilization")
+	}
 	return problems
 }

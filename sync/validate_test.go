@@ -46,6 +46,11 @@ func TestValidate(t *testing.T) {
 		}, rabbit,
 			[]string{"spec.scaling.minReplicas: 5 exceeds maxReplicas 2"}},
 		{"bad kind", func(s *v1alpha1.AsyncActorSpec) { s.Workload.Kind = "Job" }, rabbit, []string{`spec.workload.kind: "Job"`}},
+		{"formula without target", func(s *v1alpha1.AsyncActorSpec) { s.Scaling.Advanced = &v1alpha1.AdvancedScaling{Formula: "queue"} }, rabbit,
+			[]string{"formula and target must be set together"}},
+		{"utilization metric", func(s *v1alpha1.AsyncActorSpec) {
+			s.Scaling.Advanced = &v1alpha1.AdvancedScaling{Formula: "queue", Target: "2", MetricType: "Utilization"}
+		}, rabbit, []string{"not Utilization"}},
 		{"negative replicas", func(s *v1alpha1.AsyncActorSpec) { s.Workload.Replicas = ptr.To[int32](-1) }, rabbit, []string{"spec.workload.replicas: -1"}},
 	}
 	for _, tt := range tests {
