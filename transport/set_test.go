@@ -1,6 +1,7 @@
 package transport
 
 import (
+	"context"
 	"fmt"
 	"testing"
 	"time"
@@ -47,8 +48,8 @@ transports:
 		if _, cached := broker.(*Cached); !cached {
 			t.Errorf("transport %s is %T, want it behind the cache", name, broker)
 		}
-		actor := actorName("set")
-		q := Queue{Actor: actor, ProcessingTimeout: 30}
+		q := Queue{Actor: actorName("set"), ProcessingTimeout: 30}
+		t.Cleanup(func() { _ = broker.Delete(context.Background(), q) })
 		if err := broker.Ensure(ctx, q); err != nil {
 			t.Fatalf("%s: %v", name, err)
 		}
