@@ -22,8 +22,10 @@ var errTransportClosed = errors.New("transport is closed")
 
 // amqpConnection is one long-lived AMQP connection: opened on first use,
 // reopened in the background with backoff when the broker drops it. The
-// library's own recovery is not used on purpose: it re-declares every queue
-// it has seen, which would bring back queues deleted on finalize.
+// library's own recovery is not used on purpose: it re-declares the queues
+// this connection declared, which would bring back queues that another
+// replica or an operator has deleted since. Nothing needs replaying here:
+// every operation opens a channel of its own.
 type amqpConnection struct {
 	dial func(ctx context.Context) (*amqp.Connection, error)
 
@@ -195,7 +197,11 @@ func dialAMQP(ctx context.Context, uri string, cfg amqp.Config) (*amqp.Connectio
 		if !ok {
 			deadline = time.Now().Add(reconnectTimeout)
 		}
-		return conn, conn.SetDeadline(deadline)
+		if err := conn.SetDeadline(deadline); err != nil {
+			conn.Close()
+			return nil, err
+		}
+		return conn, nil
 	}
 	return amqp.DialConfig(uri, cfg)
 }
