@@ -3,7 +3,6 @@ package sync
 import (
 	"context"
 	"fmt"
-	"net"
 	"path/filepath"
 	"testing"
 	"time"
@@ -63,7 +62,7 @@ func TestSyncEnsuresQueueOnRealBroker(t *testing.T) {
 }
 
 func TestSyncWithBrokerDownKeepsChildren(t *testing.T) {
-	h := rabbitHandler(t, closedPort(t))
+	h := rabbitHandler(t, testenv.ClosedPort(t))
 	req := actorRequest(t, testenv.UniqueName("down"))
 	resp, err := h.Sync(context.Background(), req)
 	if err != nil {
@@ -79,16 +78,4 @@ func TestSyncWithBrokerDownKeepsChildren(t *testing.T) {
 		t.Errorf("status=%q reason=%q children=%d; want TransportError, BrokerUnavailable and both children still returned",
 			resp.Status.Status, reason, len(resp.Children))
 	}
-}
-
-// closedPort is a loopback port nothing listens on.
-func closedPort(t *testing.T) int {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	port := ln.Addr().(*net.TCPAddr).Port
-	ln.Close()
-	return port
 }

@@ -3,7 +3,7 @@ package transport
 import (
 	"context"
 	"fmt"
-	"net"
+	"github.com/asya-sh/asya-sync/internal/testenv"
 	"net/url"
 	"strings"
 	"sync"
@@ -177,21 +177,10 @@ func TestRabbitMQAutoCreateOff(t *testing.T) {
 	}
 }
 
-// closedPort is a loopback port nothing listens on.
-func closedPort(t *testing.T) int {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	port := l.Addr().(*net.TCPAddr).Port
-	l.Close()
-	return port
-}
-
 func TestRabbitMQUnreachableBroker(t *testing.T) {
 	t.Parallel()
 	r := NewRabbitMQ("down", rabbitConfig(t, func(c *config.RabbitMQ) {
-		c.Host, c.Port = "127.0.0.1", closedPort(t)
+		c.Host, c.Port = "127.0.0.1", testenv.ClosedPort(t)
 	}), nil)
 	defer r.Close()
 	q := Queue{Actor: actorName("down")}

@@ -3,6 +3,7 @@ package transport
 import (
 	"context"
 	"encoding/json"
+	"github.com/asya-sh/asya-sync/internal/testenv"
 	"strings"
 	"testing"
 	"time"
@@ -295,7 +296,7 @@ func TestSQSCounts(t *testing.T) {
 func TestSQSUnreachableEndpoint(t *testing.T) {
 	t.Parallel()
 	s, err := NewSQS(context.Background(), "down", sqsConfig(func(c *config.SQS) {
-		c.Endpoint = "http://127.0.0.1:" + itoa(closedPort(t))
+		c.Endpoint = "http://127.0.0.1:" + itoa(testenv.ClosedPort(t))
 	}), nil)
 	if err != nil {
 		t.Fatal(err)

@@ -5,6 +5,7 @@ package testenv
 
 import (
 	"fmt"
+	"net"
 	"os"
 	"testing"
 	"time"
@@ -62,3 +63,15 @@ func DeleteQueue(conn *amqp.Connection, queue string) {
 
 // UniqueName makes an actor name no other test run uses.
 func UniqueName(prefix string) string { return fmt.Sprintf("%s-%d", prefix, time.Now().UnixNano()) }
+
+// ClosedPort is a loopback port nothing listens on.
+func ClosedPort(t testing.TB) int {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := l.Addr().(*net.TCPAddr).Port
+	l.Close()
+	return port
+}
