@@ -25,7 +25,7 @@ transports:
   rabbitmq: {type: rabbitmq, config: {host: mq, passwordSecretRef: {name: mq-secret, key: password}}}
 `
 
-func newTestServer(t *testing.T, maxBody int64) *httptest.Server {
+func newTestServer(t testing.TB, maxBody int64) *httptest.Server {
 	t.Helper()
 	cfg, err := config.Parse([]byte(testConfig))
 	if err != nil {
