@@ -91,7 +91,7 @@ func sqsEnv(s *config.SQS, processing int32) []corev1.EnvVar {
 		env = append(env, value("ASYA_SQS_ENDPOINT", s.Endpoint))
 	}
 	env = append(env,
-		value("ASYA_SQS_VISIBILITY_TIMEOUT", strconv.Itoa(int(VisibilityTimeout(s, processing)))),
+		value("ASYA_SQS_VISIBILITY_TIMEOUT", strconv.Itoa(int(s.VisibilityTimeoutFor(processing)))),
 		value("ASYA_SQS_WAIT_TIME_SECONDS", strconv.Itoa(int(*s.WaitTimeSeconds))),
 	)
 	if c := s.Credentials; c != nil {
@@ -100,13 +100,4 @@ func sqsEnv(s *config.SQS, processing int32) []corev1.EnvVar {
 			fromSecret("AWS_SECRET_ACCESS_KEY", *c.SecretAccessKeySecretRef))
 	}
 	return env
-}
-
-// VisibilityTimeout is the configured SQS visibility timeout, else twice
-// the processing timeout so a slow message is not delivered twice.
-func VisibilityTimeout(s *config.SQS, processing int32) int32 {
-	if s.VisibilityTimeout > 0 {
-		return s.VisibilityTimeout
-	}
-	return 2 * processing
 }

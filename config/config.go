@@ -189,3 +189,23 @@ func decodeStrict(data []byte, into any) error {
 	}
 	return nil
 }
+
+// MaxVisibilityTimeout is SQS's limit, in seconds; defaultProcessing is
+// the AsyncActor default of spec.timeout.processing.
+const (
+	MaxVisibilityTimeout = 43200
+	defaultProcessing    = 300
+)
+
+// VisibilityTimeoutFor is the configured visibility timeout, else twice the
+// processing timeout (capped at SQS's limit), so a message being processed
+// does not reappear meanwhile. Queue and sidecar must agree on it.
+func (s *SQS) VisibilityTimeoutFor(processing int32) int32 {
+	if s.VisibilityTimeout > 0 {
+		return s.VisibilityTimeout
+	}
+	if processing <= 0 {
+		processing = defaultProcessing
+	}
+	return min(2*processing, MaxVisibilityTimeout)
+}

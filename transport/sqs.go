@@ -39,11 +39,6 @@ const (
 	TagNamespace = "asya.sh/namespace"
 )
 
-const (
-	defaultProcessingTimeout = 300
-	maxVisibilityTimeout     = 43200
-)
-
 // SQS manages actor queues on one SQS transport. Credentials come from the
 // default AWS chain (environment, shared files, IRSA, instance roles).
 type SQS struct {
@@ -103,22 +98,9 @@ func (s *SQS) Ensure(ctx context.Context, q Queue) error {
 // queueAttributes are the main queue's attributes, without the DLQ.
 func (s *SQS) queueAttributes(q Queue) map[string]string {
 	return map[string]string{
-		attrVisibilityTimeout: strconv.Itoa(int(s.visibilityTimeout(q))),
+		attrVisibilityTimeout: strconv.Itoa(int(s.cfg.VisibilityTimeoutFor(q.ProcessingTimeout))),
 		attrWaitTime:          strconv.Itoa(int(aws.ToInt32(s.cfg.WaitTimeSeconds))),
 	}
-}
-
-// visibilityTimeout is the configured one, else twice the processing
-// timeout, so a message being processed does not reappear meanwhile.
-func (s *SQS) visibilityTimeout(q Queue) int32 {
-	if s.cfg.VisibilityTimeout > 0 {
-		return s.cfg.VisibilityTimeout
-	}
-	processing := q.ProcessingTimeout
-	if processing <= 0 {
-		processing = defaultProcessingTimeout
-	}
-	return min(2*processing, maxVisibilityTimeout)
 }
 
 // tags are the configured tags plus ours, which win.
