@@ -18,9 +18,12 @@ KEDA_VERSION=v2.21.0
 
 log() { printf '[e2e %s] %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
 
+# Bump when the way the tools are built changes.
+TOOLS_BUILD_REV=2
+
 tools_stamp() {
   cat e2e/tools/go.mod e2e/tools/go.sum e2e/tools/tools.go | sha256sum | cut -c1-16
-  go env GOVERSION
+  echo "rev $TOOLS_BUILD_REV $(go env GOVERSION)"
 }
 
 build_tools() {
@@ -33,22 +36,33 @@ build_tools() {
     log "tools up to date in .cache/bin"
     return
   fi
-  log "building ${TOOLS[*]} into .cache/bin (first build takes several minutes)"
+  log "building ${TOOLS[*]} into .cache/bin (a cold build takes several minutes)"
   local start=$SECONDS
   (
     cd e2e/tools
     # -mod=readonly: the pins in go.mod/go.sum are the only source of truth.
-    CGO_ENABLED=0 GOFLAGS="-mod=readonly ${E2E_TOOLS_GOFLAGS:-}" \
-      go build -trimpath -ldflags=-s -o "$BIN/" \
-        k8s.io/kubernetes/cmd/kube-apiserver \
-        k8s.io/kubernetes/cmd/kubectl \
-        sigs.k8s.io/controller-tools/cmd/controller-gen \
-        helm.sh/helm/v3/cmd/helm
-    # etcd's main package is the root of its server module; name the binary.
-    CGO_ENABLED=0 GOFLAGS="-mod=readonly ${E2E_TOOLS_GOFLAGS:-}" \
-      go build -trimpath -ldflags=-s -o "$BIN/etcd" go.etcd.io/etcd/server/v3
+    export CGO_ENABLED=0 GOFLAGS="-mod=readonly ${E2E_TOOLS_GOFLAGS:-}"
+    local k8s helmv minor
+    k8s=$(go list -m -f '{{.Version}}' k8s.io/kubernetes)
+    helmv=$(go list -m -f '{{.Version}}' helm.sh/helm/v3)
+    minor=$(echo "$k8s" | cut -d. -f2)
+    # The version stamps the upstream release builds set: the API server
+    # reports it (Helm checks charts' kubeVersion against it), and Helm's
+    # offline rendering assumes it.
+    local kv="-X k8s.io/component-base/version.gitVersion=$k8s"
+    kv+=" -X k8s.io/component-base/version.gitMajor=1 -X k8s.io/component-base/version.gitMinor=$minor"
+    kv+=" -X k8s.io/client-go/pkg/version.gitVersion=$k8s"
+    kv+=" -X k8s.io/client-go/pkg/version.gitMajor=1 -X k8s.io/client-go/pkg/version.gitMinor=$minor"
+    local hv="-X helm.sh/helm/v3/internal/version.version=$helmv"
+    hv+=" -X helm.sh/helm/v3/pkg/lint/rules.k8sVersionMajor=1 -X helm.sh/helm/v3/pkg/lint/rules.k8sVersionMinor=$minor"
+    hv+=" -X helm.sh/helm/v3/pkg/chartutil.k8sVersionMajor=1 -X helm.sh/helm/v3/pkg/chartutil.k8sVersionMinor=$minor"
+    go build -trimpath -ldflags="-s $kv" -o "$BIN/" k8s.io/kubernetes/cmd/kube-apiserver k8s.io/kubernetes/cmd/kubectl
+    go build -trimpath -ldflags="-s $hv" -o "$BIN/helm" helm.sh/helm/v3/cmd/helm
+    go build -trimpath -ldflags=-s -o "$BIN/controller-gen" sigs.k8s.io/controller-tools/cmd/controller-gen
+    # etcd's main package is the root of its server module.
+    go build -trimpath -ldflags=-s -o "$BIN/etcd" go.etcd.io/etcd/server/v3
   )
-  echo "$want" > "$BIN/.stamp"
+  echo "$want" >"$BIN/.stamp"
   log "tools built in $((SECONDS - start))s"
 }
 

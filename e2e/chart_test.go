@@ -1,0 +1,194 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// helm runs the built helm against the test API server, with its caches in
+// the work directory.
+func (e *testEnv) helm(args ...string) (string, error) {
+	cmd := exec.Command(filepath.Join(e.bin, "helm"), args...)
+	cmd.Dir = e.root
+	cmd.Env = append(os.Environ(),
+		"KUBECONFIG="+e.cluster.kubeconfig,
+		"HELM_CACHE_HOME="+filepath.Join(e.work, "helm", "cache"),
+		"HELM_CONFIG_HOME="+filepath.Join(e.work, "helm", "config"),
+		"HELM_DATA_HOME="+filepath.Join(e.work, "helm", "data"),
+	)
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		return string(out), fmt.Errorf("helm %s: %v\n%s", strings.Join(args, " "), err, out)
+	}
+	return string(out), nil
+}
+
+// dryRunApply has the API server validate and admit o as a server-side
+// apply, without storing it: schema, strict field validation, defaulting,
+// admission.
+func dryRunApply(ctx context.Context, o obj) error {
+	k := env.cluster.client
+	r, err := k.byKind(ctx, str(o, "apiVersion"), str(o, "kind"))
+	if err != nil {
+		return err
+	}
+	q := url.Values{"fieldManager": {"e2e-dry-run"}, "force": {"true"}, "fieldValidation": {"Strict"}, "dryRun": {"All"}}
+	_, err = k.do(ctx, "PATCH", r.path(str(o, "metadata", "namespace"), str(o, "metadata", "name"))+"?"+q.Encode(), o, "application/apply-patch+yaml")
+	return err
+}
+
+func renderChart(t *testing.T, ns string, args ...string) map[string]obj {
+	t.Helper()
+	start := time.Now()
+	out, err := env.helm(append([]string{"template", "asya-sync", "./chart", "--namespace", ns, "--include-crds"}, args...)...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	env.timed("helm template "+strings.Join(args, " "), start)
+	docs, err := splitYAML([]byte(out), "helm template")
+	if err != nil {
+		t.Fatal(err)
+	}
+	byKey := map[string]obj{}
+	for _, d := range docs {
+		byKey[str(d, "kind")+"/"+str(d, "metadata", "name")] = d
+	}
+	return byKey
+}
+
+// serviceAccepts checks that the service starts its render command with
+// the configuration the chart put in its ConfigMap.
+func serviceAccepts(t *testing.T, cm obj) {
+	t.Helper()
+	cfg := str(cm, "data", "config.yaml")
+	if cfg == "" {
+		t.Fatalf("ConfigMap %s has no config.yaml", str(cm, "metadata", "name"))
+	}
+	path := filepath.Join(t.TempDir(), "config.yaml")
+	if err := os.WriteFile(path, []byte(cfg), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(env.syncBin, "render", "-f", filepath.Join(env.root, "examples", "hello-actor.yaml"), "--config", path)
+	cmd.Env = append(os.Environ(), "ASYA_SYNC_CONFIG=")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Errorf("asya-sync render with the chart's configuration: %v\n%s\nconfig:\n%s", err, out, cfg)
+	}
+}
+
+func TestHelmLint(t *testing.T) {
+	for _, args := range [][]string{nil, {"-f", "chart/ci/full-values.yaml"}, {"--set", "keda.enabled=false"}} {
+		if out, err := env.helm(append([]string{"lint", "--strict", "./chart"}, args...)...); err != nil {
+			t.Errorf("%v", err)
+		} else if !strings.Contains(out, "0 chart(s) failed") {
+			t.Errorf("helm lint %v: %s", args, out)
+		}
+	}
+	// The schema rejects what the service would refuse at startup.
+	for _, bad := range [][]string{
+		{"--set", "config.transports.rabbitmq.config.hots=x"},
+		{"--set", "config.transports.rabbitmq.type=kafka"},
+		{"--set", "config.queueCacheTTL=soon"},
+		{"--set", "replicaCount=-1"},
+		{"--set", "credentials.rabbitmq.nope.secretName=x"},
+	} {
+		if _, err := env.helm(append([]string{"template", "asya-sync", "./chart"}, bad...)...); err == nil {
+			t.Errorf("helm template %v: accepted; want a schema or template error", bad)
+		}
+	}
+}
+
+func TestHelmTemplateDefaults(t *testing.T) {
+	ctx := ctxFor(t, time.Minute)
+	objs := renderChart(t, "asya-system")
+	want := []string{"CompositeController/asya-sync", "ConfigMap/asya-sync", "CustomResourceDefinition/asyncactors.asya.sh",
+		"Deployment/asya-sync", "PodDisruptionBudget/asya-sync", "Service/asya-sync", "ServiceAccount/asya-sync"}
+	if got := keys(objs); strings.Join(got, " ") != strings.Join(want, " ") {
+		t.Errorf("rendered %v, want %v", got, want)
+	}
+	for k, o := range objs {
+		if err := dryRunApply(ctx, o); err != nil {
+			t.Errorf("API server rejects %s: %v", k, err)
+		}
+	}
+	serviceAccepts(t, objs["ConfigMap/asya-sync"])
+
+	cc := objs["CompositeController/asya-sync"]
+	if u := str(cc, "spec", "hooks", "sync", "webhook", "url"); u != "http://asya-sync.asya-system/sync" {
+		t.Errorf("sync hook URL %q", u)
+	}
+	if fmt.Sprint(field(cc, "spec", "resyncPeriodSeconds")) != "60" || field(cc, "spec", "generateSelector") != true {
+		t.Errorf("CompositeController spec: %s", mustJSON(cc["spec"]))
+	}
+	if !strings.Contains(mustJSON(cc), `"resource":"scaledobjects"`) {
+		t.Errorf("KEDA children missing with keda.enabled=true")
+	}
+
+	d := objs["Deployment/asya-sync"]
+	pod := mapAt(d, "spec", "template", "spec")
+	if fmt.Sprint(field(d, "spec", "replicas")) != "2" {
+		t.Errorf("replicas %v", field(d, "spec", "replicas"))
+	}
+	if pod["automountServiceAccountToken"] != false {
+		t.Errorf("service account token mounted")
+	}
+	c := pod["containers"].([]any)[0].(obj)
+	if field(c, "securityContext", "readOnlyRootFilesystem") != true || field(pod, "securityContext", "runAsNonRoot") != true {
+		t.Errorf("security context: pod %s container %s", mustJSON(pod["securityContext"]), mustJSON(c["securityContext"]))
+	}
+}
+
+func TestHelmTemplateFullValues(t *testing.T) {
+	ctx := ctxFor(t, time.Minute)
+	ns := "e2e-helm-full"
+	ensureNamespace(t, ctx, ns, false)
+	objs := renderChart(t, ns, "-f", "chart/ci/full-values.yaml")
+	for k, o := range objs {
+		if err := dryRunApply(ctx, o); err != nil {
+			t.Errorf("API server rejects %s: %v", k, err)
+		}
+	}
+	serviceAccepts(t, objs["ConfigMap/asya-hooks"])
+	d := objs["Deployment/asya-hooks"]
+	if d == nil {
+		t.Fatalf("no Deployment/asya-hooks in %v", keys(objs))
+	}
+	js := mustJSON(d)
+	for _, want := range []string{
+		`"mountPath":"/etc/asya-sync/rabbitmq"`, `"secretName":"asya-sync-rabbitmq"`, `"path":"password"`,
+		`"mountPath":"/etc/asya-sync/rabbitmq-legacy"`, `"secretName":"asya-sync-rabbitmq-legacy"`,
+		`"name":"AWS_ACCESS_KEY_ID"`, `"name":"AWS_SESSION_TOKEN"`, `"name":"asya-sync-aws"`,
+		`"serviceAccountName":"asya-hooks-sa"`, `"containerPort":9090`, `":9090"`,
+	} {
+		if !strings.Contains(js, want) {
+			t.Errorf("Deployment lacks %s", want)
+		}
+	}
+	if u := str(objs["CompositeController/asya-sync"], "spec", "hooks", "finalize", "webhook", "url"); u != "http://asya-hooks."+ns+":8080/finalize" {
+		t.Errorf("finalize hook URL %q", u)
+	}
+}
+
+func TestHelmTemplateWithoutKEDA(t *testing.T) {
+	ctx := ctxFor(t, time.Minute)
+	objs := renderChart(t, "asya-system", "--set", "keda.enabled=false")
+	cc := objs["CompositeController/asya-sync"]
+	if err := dryRunApply(ctx, cc); err != nil {
+		t.Fatal(err)
+	}
+	var resources []string
+	for _, c := range field(cc, "spec", "childResources").([]any) {
+		resources = append(resources, str(c.(obj), "resource"))
+	}
+	if got := strings.Join(resources, " "); got != "deployments statefulsets configmaps serviceaccounts" {
+		t.Errorf("child resources without KEDA: %s", got)
+	}
+}

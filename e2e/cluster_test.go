@@ -1,0 +1,387 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/rsa"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/hex"
+	"encoding/pem"
+	"errors"
+	"fmt"
+	"math/big"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// process is a child process whose output goes to a log file, stopped with
+// SIGTERM (then SIGKILL) at the end of the run.
+type process struct {
+	name string
+	cmd  *exec.Cmd
+	log  string
+	done chan struct{}
+	err  error
+}
+
+func startProcess(name, logDir string, env []string, bin string, args ...string) (*process, error) {
+	logPath := filepath.Join(logDir, name+".log")
+	f, err := os.Create(logPath)
+	if err != nil {
+		return nil, err
+	}
+	cmd := exec.Command(bin, args...)
+	cmd.Stdout, cmd.Stderr = f, f
+	cmd.Env = append(os.Environ(), env...)
+	// Own process group, so that nothing it spawns outlives the run.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	if err := cmd.Start(); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("start %s: %w", name, err)
+	}
+	p := &process{name: name, cmd: cmd, log: logPath, done: make(chan struct{})}
+	go func() {
+		p.err = cmd.Wait()
+		f.Close()
+		close(p.done)
+	}()
+	return p, nil
+}
+
+func (p *process) exited() bool {
+	select {
+	case <-p.done:
+		return true
+	default:
+		return false
+	}
+}
+
+// stop sends SIGTERM and waits up to grace before killing the group.
+func (p *process) stop(grace time.Duration) {
+	if p == nil || p.exited() {
+		return
+	}
+	_ = syscall.Kill(-p.cmd.Process.Pid, syscall.SIGTERM)
+	select {
+	case <-p.done:
+	case <-time.After(grace):
+		_ = syscall.Kill(-p.cmd.Process.Pid, syscall.SIGKILL)
+		<-p.done
+	}
+}
+
+// tail returns the end of the process log, for failure messages.
+func (p *process) tail(n int) string {
+	data, err := os.ReadFile(p.log)
+	if err != nil {
+		return err.Error()
+	}
+	lines := strings.Split(strings.TrimRight(string(data), "\n"), "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return strings.Join(lines, "\n")
+}
+
+// freePorts reserves n distinct loopback ports. They are released before
+// the caller binds them, which is racy only against other processes doing
+// the same at the same moment.
+func freePorts(n int) ([]int, error) {
+	var ls []net.Listener
+	defer func() {
+		for _, l := range ls {
+			l.Close()
+		}
+	}()
+	var ports []int
+	for i := 0; i < n; i++ {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return nil, err
+		}
+		ls = append(ls, l)
+		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
+	}
+	return ports, nil
+}
+
+// waitFor polls check until it returns nil, the process dies, or timeout.
+func waitFor(what string, timeout time.Duration, p *process, check func() error) error {
+	deadline := time.Now().Add(timeout)
+	var last error
+	for time.Now().Before(deadline) {
+		if p != nil && p.exited() {
+			return fmt.Errorf("%s: %s exited (%v); log:\n%s", what, p.name, p.err, p.tail(40))
+		}
+		if last = check(); last == nil {
+			return nil
+		}
+		time.Sleep(150 * time.Millisecond)
+	}
+	msg := fmt.Sprintf("%s: not ready after %s: %v", what, timeout, last)
+	if p != nil {
+		msg += "\nlog:\n" + p.tail(40)
+	}
+	return errors.New(msg)
+}
+
+// pki holds a throwaway CA and the API server's serving certificate.
+type pki struct {
+	caPEM, certFile, keyFile, saKeyFile, saPubFile string
+	pool                                           *x509.CertPool
+}
+
+func writePEM(path, typ string, der []byte) error {
+	return os.WriteFile(path, pem.EncodeToMemory(&pem.Block{Type: typ, Bytes: der}), 0o600)
+}
+
+func newPKI(dir string) (*pki, error) {
+	caKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return nil, err
+	}
+	now := time.Now()
+	caTmpl := &x509.Certificate{
+		SerialNumber:          big.NewInt(1),
+		Subject:               pkix.Name{CommonName: "asya-e2e-ca"},
+		NotBefore:             now.Add(-time.Hour),
+		NotAfter:              now.Add(24 * time.Hour),
+		KeyUsage:              x509.KeyUsageCertSign | x509.KeyUsageDigitalSignature,
+		BasicConstraintsValid: true,
+		IsCA:                  true,
+	}
+	caDER, err := x509.CreateCertificate(rand.Reader, caTmpl, caTmpl, &caKey.PublicKey, caKey)
+	if err != nil {
+		return nil, err
+	}
+	caCert, _ := x509.ParseCertificate(caDER)
+
+	srvKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return nil, err
+	}
+	srvTmpl := &x509.Certificate{
+		SerialNumber: big.NewInt(2),
+		Subject:      pkix.Name{CommonName: "kube-apiserver"},
+		NotBefore:    now.Add(-time.Hour),
+		NotAfter:     now.Add(24 * time.Hour),
+		KeyUsage:     x509.KeyUsageDigitalSignature,
+		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
+		DNSNames:     []string{"localhost", "kubernetes", "kubernetes.default", "kubernetes.default.svc"},
+		IPAddresses:  []net.IP{net.ParseIP("127.0.0.1"), net.ParseIP("10.0.0.1")},
+	}
+	srvDER, err := x509.CreateCertificate(rand.Reader, srvTmpl, caCert, &srvKey.PublicKey, caKey)
+	if err != nil {
+		return nil, err
+	}
+	srvKeyDER, err := x509.MarshalPKCS8PrivateKey(srvKey)
+	if err != nil {
+		return nil, err
+	}
+	// Service account tokens are signed with RSA.
+	saKey, err := rsa.GenerateKey(rand.Reader, 2048)
+	if err != nil {
+		return nil, err
+	}
+	saPub, err := x509.MarshalPKIXPublicKey(&saKey.PublicKey)
+	if err != nil {
+		return nil, err
+	}
+	p := &pki{
+		caPEM:     filepath.Join(dir, "ca.crt"),
+		certFile:  filepath.Join(dir, "apiserver.crt"),
+		keyFile:   filepath.Join(dir, "apiserver.key"),
+		saKeyFile: filepath.Join(dir, "sa.key"),
+		saPubFile: filepath.Join(dir, "sa.pub"),
+		pool:      x509.NewCertPool(),
+	}
+	p.pool.AddCert(caCert)
+	for _, w := range []struct {
+		path, typ string
+		der       []byte
+	}{
+		{p.caPEM, "CERTIFICATE", caDER},
+		{p.certFile, "CERTIFICATE", srvDER},
+		{p.keyFile, "PRIVATE KEY", srvKeyDER},
+		{p.saKeyFile, "RSA PRIVATE KEY", x509.MarshalPKCS1PrivateKey(saKey)},
+		{p.saPubFile, "PUBLIC KEY", saPub},
+	} {
+		if err := writePEM(w.path, w.typ, w.der); err != nil {
+			return nil, err
+		}
+	}
+	return p, nil
+}
+
+// cluster is etcd plus kube-apiserver on loopback, with nothing else: no
+// scheduler, no controller-manager, no kubelet. Objects are stored and
+// validated; nothing acts on them unless a test does.
+type cluster struct {
+	dir        string
+	etcd       *process
+	apiserver  *process
+	url        string
+	token      string
+	kubeconfig string
+	client     *kube
+}
+
+func startCluster(ctx context.Context, bin, dir string) (*cluster, error) {
+	c := &cluster{dir: dir}
+	ports, err := freePorts(3)
+	if err != nil {
+		return nil, err
+	}
+	etcdClient, etcdPeer, apiPort := ports[0], ports[1], ports[2]
+
+	etcdURL := fmt.Sprintf("http://127.0.0.1:%d", etcdClient)
+	peerURL := fmt.Sprintf("http://127.0.0.1:%d", etcdPeer)
+	c.etcd, err = startProcess("etcd", dir, nil, filepath.Join(bin, "etcd"),
+		"--name=e2e",
+		"--data-dir="+filepath.Join(dir, "etcd"),
+		"--listen-client-urls="+etcdURL,
+		"--advertise-client-urls="+etcdURL,
+		"--listen-peer-urls="+peerURL,
+		"--initial-advertise-peer-urls="+peerURL,
+		"--initial-cluster=e2e="+peerURL,
+		"--listen-metrics-urls=",
+		"--log-level=warn",
+		// A throwaway store: durability buys nothing and costs seconds.
+		"--unsafe-no-fsync",
+		"--quota-backend-bytes=1073741824",
+	)
+	if err != nil {
+		return nil, err
+	}
+	if err := waitFor("etcd", 30*time.Second, c.etcd, func() error {
+		resp, err := http.Get(etcdURL + "/health")
+		if err != nil {
+			return err
+		}
+		resp.Body.Close()
+		if resp.StatusCode != 200 {
+			return fmt.Errorf("health: %s", resp.Status)
+		}
+		return nil
+	}); err != nil {
+		c.stop()
+		return nil, err
+	}
+
+	p, err := newPKI(dir)
+	if err != nil {
+		c.stop()
+		return nil, err
+	}
+	tok := make([]byte, 16)
+	_, _ = rand.Read(tok)
+	c.token = hex.EncodeToString(tok)
+	tokenFile := filepath.Join(dir, "tokens.csv")
+	if err := os.WriteFile(tokenFile, []byte(c.token+",e2e-admin,e2e-admin,system:masters\n"), 0o600); err != nil {
+		c.stop()
+		return nil, err
+	}
+	c.url = fmt.Sprintf("https://127.0.0.1:%d", apiPort)
+	c.apiserver, err = startProcess("kube-apiserver", dir, nil, filepath.Join(bin, "kube-apiserver"),
+		"--etcd-servers="+etcdURL,
+		"--bind-address=127.0.0.1",
+		"--advertise-address=127.0.0.1",
+		fmt.Sprintf("--secure-port=%d", apiPort),
+		"--tls-cert-file="+p.certFile,
+		"--tls-private-key-file="+p.keyFile,
+		"--client-ca-file="+p.caPEM,
+		"--token-auth-file="+tokenFile,
+		"--authorization-mode=AlwaysAllow",
+		"--service-account-issuer=https://kubernetes.default.svc",
+		"--service-account-key-file="+p.saPubFile,
+		"--service-account-signing-key-file="+p.saKeyFile,
+		"--api-audiences=https://kubernetes.default.svc",
+		"--service-cluster-ip-range=10.0.0.0/24",
+		// Pods created by the tests have no "default" ServiceAccount to
+		// point at: nothing runs the token controller.
+		"--disable-admission-plugins=ServiceAccount",
+		"--enable-priority-and-fairness=false",
+		"--profiling=false",
+		"--cert-dir="+filepath.Join(dir, "certs"),
+		"--v=1",
+	)
+	if err != nil {
+		c.stop()
+		return nil, err
+	}
+	c.client = newKube(c.url, c.token, &tls.Config{RootCAs: p.pool})
+	if err := waitFor("kube-apiserver", 90*time.Second, c.apiserver, func() error {
+		body, status, err := c.client.raw(ctx, "GET", "/readyz", nil, "")
+		if err != nil {
+			return err
+		}
+		if status != 200 {
+			return fmt.Errorf("readyz %d: %s", status, firstLine(body))
+		}
+		// The default namespace is created by a post-start hook shortly after
+		// readyz; wait for it too.
+		if _, status, err = c.client.raw(ctx, "GET", "/api/v1/namespaces/default", nil, ""); err != nil || status != 200 {
+			return fmt.Errorf("namespace default not there yet (%d, %v)", status, err)
+		}
+		return nil
+	}); err != nil {
+		c.stop()
+		return nil, err
+	}
+	c.kubeconfig = filepath.Join(dir, "kubeconfig")
+	kc := fmt.Sprintf(`apiVersion: v1
+kind: Config
+clusters:
+- name: e2e
+  cluster:
+    server: %s
+    certificate-authority: %s
+users:
+- name: e2e-admin
+  user:
+    token: %s
+contexts:
+- name: e2e
+  context: {cluster: e2e, user: e2e-admin, namespace: default}
+current-context: e2e
+`, c.url, p.caPEM, c.token)
+	if err := os.WriteFile(c.kubeconfig, []byte(kc), 0o600); err != nil {
+		c.stop()
+		return nil, err
+	}
+	return c, nil
+}
+
+func (c *cluster) stop() {
+	if c.apiserver != nil {
+		c.apiserver.stop(15 * time.Second)
+	}
+	if c.etcd != nil {
+		c.etcd.stop(10 * time.Second)
+	}
+}
+
+func firstLine(b []byte) string {
+	s := string(bytes.TrimSpace(b))
+	if i := strings.IndexByte(s, '\n'); i >= 0 {
+		s = s[:i]
+	}
+	if len(s) > 300 {
+		s = s[:300] + "..."
+	}
+	return s
+}

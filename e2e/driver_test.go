@@ -1,0 +1,482 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"reflect"
+	"sort"
+	"strings"
+	"time"
+)
+
+// The driver plays Metacontroller's part for the CompositeController in
+// manifests/: it reads the parent, claims the children it owns, asks the
+// customize hook for related objects, calls sync or finalize, applies the
+// answer and writes the parent's status, the way Metacontroller's
+// CompositeController does (generateSelector, InPlace updates, finalizer,
+// status replaced whole with observedGeneration added).
+
+const (
+	lastAppliedAnnotation = "metacontroller.k8s.io/last-applied-configuration"
+	controllerUIDLabel    = "controller-uid"
+	fieldManager          = "metacontroller"
+)
+
+type driver struct {
+	kube    *kube
+	hookURL string // base URL of asya-sync
+	cc      obj    // the CompositeController, as Metacontroller sends it
+	parent  gvr
+	kids    []gvr // child resources, in the CompositeController's order
+	http    *http.Client
+}
+
+// hookResponse is a sync or finalize answer.
+type hookResponse struct {
+	Status             obj     `json:"status"`
+	Children           []obj   `json:"children"`
+	ResyncAfterSeconds float64 `json:"resyncAfterSeconds"`
+	Finalized          bool    `json:"finalized"`
+}
+
+type relatedRule struct {
+	APIVersion    string `json:"apiVersion"`
+	Resource      string `json:"resource"`
+	LabelSelector *struct {
+		MatchLabels map[string]string `json:"matchLabels"`
+	} `json:"labelSelector"`
+	Namespace string   `json:"namespace"`
+	Names     []string `json:"names"`
+}
+
+func newDriver(ctx context.Context, k *kube, hookURL string, cc obj) (*driver, error) {
+	d := &driver{kube: k, hookURL: strings.TrimSuffix(hookURL, "/"), cc: cc, http: &http.Client{Timeout: 30 * time.Second}}
+	pr := mapAt(cc, "spec", "parentResource")
+	var err error
+	if d.parent, err = k.byResource(ctx, str(pr, "apiVersion"), str(pr, "resource")); err != nil {
+		return nil, err
+	}
+	list, _ := field(cc, "spec", "childResources").([]any)
+	for _, c := range list {
+		cr := c.(obj)
+		r, err := k.byResource(ctx, str(cr, "apiVersion"), str(cr, "resource"))
+		if err != nil {
+			return nil, fmt.Errorf("child resource: %w", err)
+		}
+		if m := str(cr, "updateStrategy", "method"); m != "InPlace" {
+			return nil, fmt.Errorf("child resource %s: the driver implements InPlace only, got %q", r.Resource, m)
+		}
+		d.kids = append(d.kids, r)
+	}
+	return d, nil
+}
+
+func (d *driver) finalizer() string {
+	return "metacontroller.io/compositecontroller-" + str(d.cc, "metadata", "name")
+}
+
+func (d *driver) post(ctx context.Context, hook string, req any, resp any) error {
+	body, err := json.Marshal(req)
+	if err != nil {
+		return err
+	}
+	hreq, err := http.NewRequestWithContext(ctx, "POST", d.hookURL+"/"+hook, bytes.NewReader(body))
+	if err != nil {
+		return err
+	}
+	hreq.Header.Set("Content-Type", "application/json")
+	hresp, err := d.http.Do(hreq)
+	if err != nil {
+		return fmt.Errorf("%s hook: %w", hook, err)
+	}
+	defer hresp.Body.Close()
+	data, _ := io.ReadAll(hresp.Body)
+	if hresp.StatusCode != 200 {
+		return fmt.Errorf("%s hook: HTTP %d: %s", hook, hresp.StatusCode, firstLine(data))
+	}
+	if err := json.Unmarshal(data, resp); err != nil {
+		return fmt.Errorf("%s hook: undecodable answer: %w: %s", hook, err, firstLine(data))
+	}
+	return nil
+}
+
+// pass is what one reconcile did.
+type pass struct {
+	Hook          string
+	Response      hookResponse
+	StatusWritten bool
+	Applied       []string // "Kind/name"
+	Deleted       []string
+	Gone          bool // parent no longer exists
+}
+
+// reconcile runs one Metacontroller sync of the parent.
+func (d *driver) reconcile(ctx context.Context, ns, name string) (*pass, error) {
+	p := &pass{}
+	parent, err := d.kube.get(ctx, d.parent, ns, name)
+	if isStatus(err, 404) {
+		p.Gone = true
+		return p, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	parent["apiVersion"], parent["kind"] = d.parent.APIVersion, d.parent.Kind
+	deleting := field(parent, "metadata", "deletionTimestamp") != nil
+	if !deleting && !hasFinalizer(parent, d.finalizer()) {
+		// Metacontroller adds its finalizer before doing anything else.
+		if parent, err = d.setFinalizers(ctx, parent, append(finalizers(parent), d.finalizer())); err != nil {
+			return nil, err
+		}
+	}
+	if deleting && !hasFinalizer(parent, d.finalizer()) {
+		return p, nil
+	}
+	uid := str(parent, "metadata", "uid")
+
+	observed, err := d.claimChildren(ctx, ns, uid)
+	if err != nil {
+		return nil, err
+	}
+	related, err := d.related(ctx, parent)
+	if err != nil {
+		return nil, err
+	}
+	req := obj{"controller": d.cc, "parent": parent, "children": observed, "related": related}
+	p.Hook = "sync"
+	if deleting {
+		p.Hook = "finalize"
+		req["finalizing"] = true
+	}
+	if err := d.post(ctx, p.Hook, req, &p.Response); err != nil {
+		return nil, err
+	}
+	if p.Response.Children == nil {
+		return nil, fmt.Errorf("%s hook: children is null (an absent list would delete every child)", p.Hook)
+	}
+
+	if p.Response.Finalized {
+		if parent, err = d.setFinalizers(ctx, parent, without(finalizers(parent), d.finalizer())); err != nil {
+			if isStatus(err, 404) {
+				p.Gone = true
+				return p, nil
+			}
+			return nil, err
+		}
+	}
+
+	// Desired children: labelled to match the generated selector.
+	desired := map[string]map[string]obj{}
+	for _, c := range p.Response.Children {
+		for _, f := range []string{"apiVersion", "kind"} {
+			if str(c, f) == "" {
+				return nil, fmt.Errorf("desired child without %s: %v", f, c)
+			}
+		}
+		if str(c, "metadata", "name") == "" {
+			return nil, fmt.Errorf("desired %s without metadata.name", str(c, "kind"))
+		}
+		if cns := str(c, "metadata", "namespace"); cns != "" && cns != ns {
+			return nil, fmt.Errorf("desired %s/%s in namespace %q, parent in %q", str(c, "kind"), str(c, "metadata", "name"), cns, ns)
+		}
+		meta := mapAt(c, "metadata")
+		meta["namespace"] = ns
+		labels, _ := meta["labels"].(map[string]any)
+		if labels == nil {
+			labels = obj{}
+			meta["labels"] = labels
+		}
+		if _, ok := labels[controllerUIDLabel]; !ok {
+			labels[controllerUIDLabel] = uid
+		}
+		key := str(c, "kind") + "." + str(c, "apiVersion")
+		if desired[key] == nil {
+			desired[key] = map[string]obj{}
+		}
+		if _, dup := desired[key][str(c, "metadata", "name")]; dup {
+			return nil, fmt.Errorf("desired children list %s %s twice", key, str(c, "metadata", "name"))
+		}
+		desired[key][str(c, "metadata", "name")] = c
+	}
+
+	// Delete observed children that are not desired.
+	for key, group := range observed {
+		for n, o := range group.(map[string]any) {
+			if _, keep := desired[key][n]; keep {
+				continue
+			}
+			if field(o.(obj), "metadata", "deletionTimestamp") != nil {
+				continue
+			}
+			r, err := d.kube.byKind(ctx, str(o.(obj), "apiVersion"), str(o.(obj), "kind"))
+			if err != nil {
+				return nil, err
+			}
+			if err := d.kube.delete(ctx, r, ns, n); err != nil {
+				return nil, fmt.Errorf("delete %s %s: %w", key, n, err)
+			}
+			p.Deleted = append(p.Deleted, str(o.(obj), "kind")+"/"+n)
+		}
+	}
+
+	// Create or update the desired ones. Metacontroller records what it
+	// applied in an annotation; the hook relies on it when an actor's spec
+	// turns invalid.
+	{
+		keys := make([]string, 0, len(desired))
+		for k := range desired {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		for _, key := range keys {
+			names := make([]string, 0, len(desired[key]))
+			for n := range desired[key] {
+				names = append(names, n)
+			}
+			sort.Strings(names)
+			for _, n := range names {
+				c := desired[key][n]
+				if err := d.applyChild(ctx, parent, c); err != nil {
+					return nil, fmt.Errorf("apply %s %s: %w", key, n, err)
+				}
+				p.Applied = append(p.Applied, str(c, "kind")+"/"+n)
+			}
+		}
+	}
+
+	// Status: replaced whole, observedGeneration added, written only when it
+	// changes.
+	if !p.Gone {
+		status := obj{}
+		for k, v := range p.Response.Status {
+			status[k] = v
+		}
+		status["observedGeneration"] = field(parent, "metadata", "generation")
+		if !jsonEqual(parent["status"], status) {
+			upd := obj{}
+			for k, v := range parent {
+				upd[k] = v
+			}
+			upd["status"] = status
+			_, err := d.kube.do(ctx, "PUT", d.parent.path(ns, name)+"/status", upd, "")
+			switch {
+			case isStatus(err, 404):
+				p.Gone = true
+			case isStatus(err, 409):
+				// Changed under us; the next pass reads it again.
+			case err != nil:
+				return nil, fmt.Errorf("write status: %w", err)
+			default:
+				p.StatusWritten = true
+			}
+		}
+	}
+	return p, nil
+}
+
+func (d *driver) applyChild(ctx context.Context, parent, c obj) error {
+	last, err := json.Marshal(c)
+	if err != nil {
+		return err
+	}
+	out := deepCopy(c)
+	meta := mapAt(out, "metadata")
+	ann, _ := meta["annotations"].(map[string]any)
+	if ann == nil {
+		ann = obj{}
+		meta["annotations"] = ann
+	}
+	ann[lastAppliedAnnotation] = string(last)
+	meta["ownerReferences"] = []any{obj{
+		"apiVersion":         parent["apiVersion"],
+		"kind":               parent["kind"],
+		"name":               str(parent, "metadata", "name"),
+		"uid":                str(parent, "metadata", "uid"),
+		"controller":         true,
+		"blockOwnerDeletion": true,
+	}}
+	_, err = d.kube.apply(ctx, out, fieldManager)
+	return err
+}
+
+// claimChildren lists, for every child resource, the objects in the
+// parent's namespace that carry the generated selector label and are
+// controlled by the parent. Every group is present, even empty.
+func (d *driver) claimChildren(ctx context.Context, ns, uid string) (obj, error) {
+	out := obj{}
+	for _, r := range d.kids {
+		items, err := d.kube.list(ctx, r, ns, controllerUIDLabel+"="+uid)
+		if err != nil {
+			return nil, fmt.Errorf("list %s: %w", r.Resource, err)
+		}
+		group := obj{}
+		for _, it := range items {
+			if controllerUID(it) == uid {
+				group[str(it, "metadata", "name")] = it
+			}
+		}
+		out[r.Kind+"."+r.APIVersion] = group
+	}
+	return out, nil
+}
+
+func controllerUID(o obj) string {
+	refs, _ := field(o, "metadata", "ownerReferences").([]any)
+	for _, r := range refs {
+		ref := r.(obj)
+		if c, _ := ref["controller"].(bool); c {
+			return str(ref, "uid")
+		}
+	}
+	return ""
+}
+
+// related runs the customize hook and fetches what it asks for.
+func (d *driver) related(ctx context.Context, parent obj) (obj, error) {
+	var cr struct {
+		RelatedResources []relatedRule `json:"relatedResources"`
+	}
+	if err := d.post(ctx, "customize", obj{"controller": d.cc, "parent": parent}, &cr); err != nil {
+		return nil, err
+	}
+	out := obj{}
+	for _, rule := range cr.RelatedResources {
+		r, err := d.kube.byResource(ctx, rule.APIVersion, rule.Resource)
+		if err != nil {
+			return nil, fmt.Errorf("customize asked for %s %s: %w", rule.APIVersion, rule.Resource, err)
+		}
+		key := r.Kind + "." + r.APIVersion
+		group, _ := out[key].(obj)
+		if group == nil {
+			group = obj{}
+			out[key] = group
+		}
+		ns := rule.Namespace
+		if ns == "" || ns == "*" {
+			ns = str(parent, "metadata", "namespace")
+		}
+		switch {
+		case len(rule.Names) > 0:
+			for _, n := range rule.Names {
+				o, err := d.kube.get(ctx, r, ns, n)
+				if isStatus(err, 404) {
+					continue
+				}
+				if err != nil {
+					return nil, err
+				}
+				o["apiVersion"], o["kind"] = r.APIVersion, r.Kind
+				group[n] = o
+			}
+		default:
+			sel := ""
+			if rule.LabelSelector != nil {
+				var parts []string
+				for k, v := range rule.LabelSelector.MatchLabels {
+					parts = append(parts, k+"="+v)
+				}
+				sort.Strings(parts)
+				sel = strings.Join(parts, ",")
+			}
+			items, err := d.kube.list(ctx, r, ns, sel)
+			if err != nil {
+				return nil, err
+			}
+			for _, it := range items {
+				group[str(it, "metadata", "name")] = it
+			}
+		}
+	}
+	return out, nil
+}
+
+// converge reconciles until a pass writes no status and applies nothing
+// new, at most max passes. It returns the passes run.
+func (d *driver) converge(ctx context.Context, ns, name string, max int) ([]*pass, error) {
+	var passes []*pass
+	var prevStatus obj
+	for i := 0; i < max; i++ {
+		p, err := d.reconcile(ctx, ns, name)
+		if err != nil {
+			return passes, fmt.Errorf("pass %d: %w", i+1, err)
+		}
+		passes = append(passes, p)
+		if p.Gone {
+			return passes, nil
+		}
+		if !p.StatusWritten && len(p.Deleted) == 0 && i > 0 && jsonEqual(prevStatus, p.Response.Status) {
+			return passes, nil
+		}
+		prevStatus = p.Response.Status
+	}
+	return passes, fmt.Errorf("%s/%s: status still changing after %d passes; last: %s", ns, name, max, mustJSON(prevStatus))
+}
+
+func finalizers(o obj) []string {
+	list, _ := field(o, "metadata", "finalizers").([]any)
+	var out []string
+	for _, f := range list {
+		out = append(out, f.(string))
+	}
+	return out
+}
+
+func hasFinalizer(o obj, f string) bool {
+	for _, x := range finalizers(o) {
+		if x == f {
+			return true
+		}
+	}
+	return false
+}
+
+func without(list []string, f string) []string {
+	var out []string
+	for _, x := range list {
+		if x != f {
+			out = append(out, x)
+		}
+	}
+	return out
+}
+
+// setFinalizers writes metadata.finalizers with an optimistic lock.
+func (d *driver) setFinalizers(ctx context.Context, parent obj, fs []string) (obj, error) {
+	if fs == nil {
+		fs = []string{}
+	}
+	patch := obj{"metadata": obj{"finalizers": fs, "resourceVersion": str(parent, "metadata", "resourceVersion")}}
+	out, err := d.kube.do(ctx, "PATCH", d.parent.path(str(parent, "metadata", "namespace"), str(parent, "metadata", "name")), patch, "application/merge-patch+json")
+	if err != nil {
+		return nil, fmt.Errorf("set finalizers: %w", err)
+	}
+	out["apiVersion"], out["kind"] = d.parent.APIVersion, d.parent.Kind
+	return out, nil
+}
+
+func jsonEqual(a, b any) bool {
+	ja, _ := json.Marshal(a)
+	jb, _ := json.Marshal(b)
+	var x, y any
+	_ = json.Unmarshal(ja, &x)
+	_ = json.Unmarshal(jb, &y)
+	return reflect.DeepEqual(x, y)
+}
+
+func deepCopy(o obj) obj {
+	data, _ := json.Marshal(o)
+	var out obj
+	_ = json.Unmarshal(data, &out)
+	return out
+}
+
+func mustJSON(v any) string {
+	data, _ := json.Marshal(v)
+	return string(data)
+}

@@ -1,0 +1,213 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"context"
+	"errors"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	amqp "github.com/rabbitmq/amqp091-go"
+)
+
+// rabbitQueueExists asks the broker with a passive declare.
+func rabbitQueueExists(t *testing.T, queue string) bool {
+	t.Helper()
+	conn, err := amqp.DialConfig("amqp://guest:guest@127.0.0.1:5672/", amqp.Config{Dial: amqp.DefaultDial(5 * time.Second)})
+	if err != nil {
+		t.Fatalf("RabbitMQ: %v", err)
+	}
+	defer conn.Close()
+	ch, err := conn.Channel()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ch.Close()
+	_, err = ch.QueueDeclarePassive(queue, true, false, false, false, nil)
+	var ae *amqp.Error
+	switch {
+	case err == nil:
+		return true
+	case errors.As(err, &ae) && ae.Code == amqp.NotFound:
+		return false
+	default:
+		t.Fatalf("passive declare %s: %v", queue, err)
+		return false
+	}
+}
+
+func rabbitDeleteQueue(t *testing.T, queue string) {
+	t.Helper()
+	conn, err := amqp.Dial("amqp://guest:guest@127.0.0.1:5672/")
+	if err != nil {
+		t.Fatalf("RabbitMQ: %v", err)
+	}
+	defer conn.Close()
+	ch, err := conn.Channel()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ch.Close()
+	if _, err := ch.QueueDelete(queue, false, false, false); err != nil {
+		t.Errorf("delete %s: %v", queue, err)
+	}
+}
+
+func sqsClient() *sqs.Client {
+	return sqs.New(sqs.Options{
+		Region:       "us-east-1",
+		BaseEndpoint: aws.String(env.sqsURL),
+		Credentials:  aws.AnonymousCredentials{},
+	})
+}
+
+func sqsQueueExists(t *testing.T, ctx context.Context, queue string) bool {
+	t.Helper()
+	_, err := sqsClient().GetQueueUrl(ctx, &sqs.GetQueueUrlInput{QueueName: aws.String(queue), QueueOwnerAWSAccountId: aws.String("000000000000")})
+	if err == nil {
+		return true
+	}
+	if strings.Contains(err.Error(), "NonExistentQueue") || strings.Contains(err.Error(), "QueueDoesNotExist") {
+		return false
+	}
+	t.Fatalf("GetQueueUrl %s: %v", queue, err)
+	return false
+}
+
+// deleteAndFinalize deletes the actor and drives Metacontroller's finalize
+// loop until the finalizer is gone and the object with it.
+func deleteAndFinalize(t *testing.T, ctx context.Context, ns, name string) []*pass {
+	t.Helper()
+	k := env.cluster.client
+	if err := k.delete(ctx, actorGVR(), ns, name); err != nil {
+		t.Fatalf("delete: %v", err)
+	}
+	a, err := k.get(ctx, actorGVR(), ns, name)
+	if err != nil {
+		t.Fatalf("actor gone before finalize ran (finalizer missing?): %v", err)
+	}
+	if field(a, "metadata", "deletionTimestamp") == nil || !hasFinalizer(a, env.driver.finalizer()) {
+		t.Fatalf("deleted actor has no deletionTimestamp or no finalizer: %s", mustJSON(a["metadata"]))
+	}
+	start := time.Now()
+	var passes []*pass
+	for i := 0; i < 10; i++ {
+		p, err := env.driver.reconcile(ctx, ns, name)
+		if err != nil {
+			t.Fatalf("finalize pass %d: %v", i+1, err)
+		}
+		passes = append(passes, p)
+		if p.Gone {
+			env.timed("finalize "+ns+"/"+name, start)
+			return passes
+		}
+		if p.Hook != "finalize" {
+			t.Fatalf("pass %d called %q, want finalize", i+1, p.Hook)
+		}
+		if p.Response.ResyncAfterSeconds > 0 && !p.Response.Finalized {
+			time.Sleep(200 * time.Millisecond)
+		}
+	}
+	a, _ = k.get(ctx, actorGVR(), ns, name)
+	t.Fatalf("not finalized after %d passes; status %s", len(passes), mustJSON(a["status"]))
+	return nil
+}
+
+// TestFinalizeRemovesQueue deletes actors and checks that finalize removes
+// the children and the queue on the real broker, and that the object goes.
+func TestFinalizeRemovesQueue(t *testing.T) {
+	ctx := ctxFor(t, 3*time.Minute)
+	ns := "e2e-finalize"
+	ensureNamespace(t, ctx, ns, true)
+
+	t.Run("rabbitmq", func(t *testing.T) {
+		if !env.rabbit {
+			t.Skip("RabbitMQ not listening on 127.0.0.1:5672")
+		}
+		a := loadActor(t, filepath.Join(env.root, "e2e", "testdata", "actors", "manual.yaml"), ns)
+		mapAt(a, "metadata")["name"] = "doomed"
+		mapAt(a, "spec")["transport"] = "rabbitmq"
+		mapAt(a, "spec")["scaling"] = obj{"enabled": true}
+		createActor(t, ctx, a)
+		if !rabbitQueueExists(t, "asya-doomed") {
+			t.Fatalf("queue asya-doomed not created; status %s", mustJSON(getActor(t, ctx, ns, "doomed")["status"]))
+		}
+		if n := len(childrenOf(t, ctx, ns, "doomed")); n != 4 {
+			t.Errorf("%d children before delete, want 4", n)
+		}
+		passes := deleteAndFinalize(t, ctx, ns, "doomed")
+		if rabbitQueueExists(t, "asya-doomed") {
+			t.Errorf("queue asya-doomed still exists after finalize")
+		}
+		deleted := 0
+		for _, p := range passes {
+			deleted += len(p.Deleted)
+		}
+		if deleted != 4 {
+			t.Errorf("finalize deleted %d children, want 4", deleted)
+		}
+	})
+
+	t.Run("retain", func(t *testing.T) {
+		if !env.rabbit {
+			t.Skip("RabbitMQ not listening on 127.0.0.1:5672")
+		}
+		a := loadActor(t, filepath.Join(env.root, "e2e", "testdata", "actors", "manual.yaml"), ns)
+		mapAt(a, "metadata")["name"] = "kept"
+		mapAt(a, "metadata")["annotations"] = obj{"asya.sh/queue-deletion-policy": "Retain"}
+		mapAt(a, "spec")["transport"] = "rabbitmq"
+		createActor(t, ctx, a)
+		deleteAndFinalize(t, ctx, ns, "kept")
+		if !rabbitQueueExists(t, "asya-kept") {
+			t.Errorf("queue asya-kept deleted despite Retain")
+		}
+		rabbitDeleteQueue(t, "asya-kept")
+	})
+
+	t.Run("sqs", func(t *testing.T) {
+		if !env.sqs {
+			t.Skip("SQS emulator not listening")
+		}
+		a := loadActor(t, filepath.Join(env.root, "e2e", "testdata", "actors", "sqs-irsa.yaml"), ns)
+		mapAt(a, "metadata")["name"] = "doomed-sqs"
+		a = sqsName(a)
+		name := str(a, "metadata", "name")
+		createActor(t, ctx, a)
+		if !sqsQueueExists(t, ctx, "asya-"+name) {
+			t.Fatalf("queue asya-%s not created; status %s", name, mustJSON(getActor(t, ctx, ns, name)["status"]))
+		}
+		deleteAndFinalize(t, ctx, ns, name)
+		if sqsQueueExists(t, ctx, "asya-"+name) {
+			t.Fatalf("queue asya-%s still exists after finalize", name)
+		}
+
+		// The same actor again at once: SQS refuses the queue for 60 s.
+		// The status says so, asks for a resync after that, and is still a
+		// fixpoint: syncing again must not rewrite it.
+		a = loadActor(t, filepath.Join(env.root, "e2e", "testdata", "actors", "sqs-irsa.yaml"), ns)
+		mapAt(a, "metadata")["name"] = name
+		passes := createActor(t, ctx, a)
+		last := passes[len(passes)-1].Response
+		got := getActor(t, ctx, ns, name)
+		if str(got, "status", "status") != "TransportError" || !strings.Contains(mustJSON(got["status"]), "QueueDeletedRecently") {
+			t.Errorf("status after re-creating within 60 s: %s", mustJSON(got["status"]))
+		}
+		if last.ResyncAfterSeconds < 60 {
+			t.Errorf("resyncAfterSeconds = %v, want the SQS wait (>= 60)", last.ResyncAfterSeconds)
+		}
+		deleteAndFinalize(t, ctx, ns, name)
+	})
+
+	t.Run("invalid-actor", func(t *testing.T) {
+		// Never valid, never had a queue: finalized as soon as nothing is left.
+		a := loadActor(t, filepath.Join(env.root, "e2e", "testdata", "actors", "no-runtime.yaml"), ns)
+		mapAt(a, "spec")["transport"] = "switched-off"
+		createActor(t, ctx, a)
+		deleteAndFinalize(t, ctx, ns, "no-runtime")
+	})
+}

@@ -1,0 +1,454 @@
+//go:build e2e
+
+// Package e2e runs asya-sync against a real kube-apiserver (and etcd) with
+// the CRDs of this repository and of KEDA installed, a real RabbitMQ and an
+// SQS emulator, and a driver that calls the hooks the way Metacontroller
+// does. Run it with `make e2e` (.ci/e2e.sh), which builds the tools first.
+//
+// Environment:
+//
+//	ASYA_E2E_BIN             directory with kube-apiserver, etcd, kubectl, helm (default .cache/bin)
+//	ASYA_E2E_KEDA_CRDS       directory with KEDA's CRDs (default: KEDA v2.21.0 in the module cache)
+//	ASYA_SYNC_BIN            asya-sync binary to test (default: built from this tree)
+//	ASYA_SQS_PORT            SQS emulator port (default 9324)
+//	ASYA_REQUIRE_INTEGRATION 1 turns every missing piece into a failure
+//	ASYA_E2E_KEEP            1 keeps the work directory (logs, kubeconfig)
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// env is the shared test environment, set up once by TestMain.
+var env *testEnv
+
+type testEnv struct {
+	root    string // repository root
+	bin     string // tool binaries
+	work    string // temp work directory
+	cluster *cluster
+	service *process
+	hookURL string
+	driver  *driver
+	cc      obj // the CompositeController of manifests/
+	rabbit  bool
+	sqs     bool
+	sqsURL  string
+	kedaCRD string
+	syncBin string
+	// runID suffixes SQS actor names: SQS refuses to re-create a queue
+	// within 60 s of deleting it, and every run deletes its queues.
+	runID string
+
+	mu      sync.Mutex
+	timings []string
+}
+
+func required() bool { return os.Getenv("ASYA_REQUIRE_INTEGRATION") == "1" }
+
+func (e *testEnv) timed(what string, start time.Time) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.timings = append(e.timings, fmt.Sprintf("%-44s %6.2fs", what, time.Since(start).Seconds()))
+}
+
+func TestMain(m *testing.M) {
+	os.Exit(run(m))
+}
+
+func run(m *testing.M) int {
+	e, skip, err := setup()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "e2e setup:", err)
+		if e != nil {
+			e.teardown(true)
+		}
+		if skip && !required() {
+			fmt.Fprintln(os.Stderr, "e2e: skipped (set ASYA_REQUIRE_INTEGRATION=1 to make this a failure)")
+			return 0
+		}
+		return 1
+	}
+	env = e
+	code := m.Run()
+	e.teardown(code != 0)
+	fmt.Println("e2e timings:")
+	for _, t := range e.timings {
+		fmt.Println("  " + t)
+	}
+	return code
+}
+
+func repoRoot() (string, error) {
+	dir, err := os.Getwd()
+	if err != nil {
+		return "", err
+	}
+	for {
+		if data, err := os.ReadFile(filepath.Join(dir, "go.mod")); err == nil && strings.Contains(string(data), "module github.com/asya-sh/asya-sync\n") {
+			return dir, nil
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			return "", fmt.Errorf("repository root not found above %s", dir)
+		}
+		dir = parent
+	}
+}
+
+func listening(addr string) bool {
+	c, err := net.DialTimeout("tcp", addr, time.Second)
+	if err != nil {
+		return false
+	}
+	c.Close()
+	return true
+}
+
+// setup starts everything. skip reports that what is missing is an
+// environment piece (tool, broker) rather than a broken test.
+func setup() (e *testEnv, skip bool, err error) {
+	start := time.Now()
+	e = &testEnv{runID: fmt.Sprintf("%04x", time.Now().UnixNano()&0xffff)}
+	if e.root, err = repoRoot(); err != nil {
+		return nil, false, err
+	}
+	e.bin = os.Getenv("ASYA_E2E_BIN")
+	if e.bin == "" {
+		e.bin = filepath.Join(e.root, ".cache", "bin")
+	}
+	for _, tool := range []string{"etcd", "kube-apiserver", "kubectl", "helm"} {
+		if _, err := os.Stat(filepath.Join(e.bin, tool)); err != nil {
+			return nil, true, fmt.Errorf("%s missing in %s (run .ci/e2e.sh tools)", tool, e.bin)
+		}
+	}
+	if e.kedaCRD, err = kedaCRDDir(); err != nil {
+		return nil, true, err
+	}
+	e.rabbit = listening("127.0.0.1:5672")
+	sqsPort := os.Getenv("ASYA_SQS_PORT")
+	if sqsPort == "" {
+		sqsPort = "9324"
+	}
+	e.sqsURL = "http://127.0.0.1:" + sqsPort
+	e.sqs = listening("127.0.0.1:" + sqsPort)
+	if required() && (!e.rabbit || !e.sqs) {
+		return nil, true, fmt.Errorf("brokers not listening (RabbitMQ 127.0.0.1:5672 %v, SQS %s %v): run .ci/services.sh", e.rabbit, e.sqsURL, e.sqs)
+	}
+
+	if e.work, err = os.MkdirTemp("", "asya-e2e-"); err != nil {
+		return nil, false, err
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer cancel()
+
+	// Build the service while the API server starts.
+	buildErr := make(chan error, 1)
+	go func() {
+		t := time.Now()
+		e.syncBin = os.Getenv("ASYA_SYNC_BIN")
+		if e.syncBin != "" {
+			buildErr <- nil
+			return
+		}
+		e.syncBin = filepath.Join(e.work, "asya-sync")
+		cmd := exec.Command("go", "build", "-trimpath", "-o", e.syncBin, "./cmd/asya-sync")
+		cmd.Dir = e.root
+		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			err = fmt.Errorf("build asya-sync: %v\n%s", err, out)
+		}
+		e.timed("build asya-sync", t)
+		buildErr <- err
+	}()
+
+	t := time.Now()
+	if e.cluster, err = startCluster(ctx, e.bin, e.work); err != nil {
+		<-buildErr
+		return e, false, err
+	}
+	e.timed("start etcd + kube-apiserver", t)
+
+	t = time.Now()
+	if err := e.installCRDs(ctx); err != nil {
+		<-buildErr
+		return e, false, err
+	}
+	e.timed("install CRDs (asya, KEDA, Metacontroller)", t)
+
+	if err := <-buildErr; err != nil {
+		return e, false, err
+	}
+	t = time.Now()
+	if err := e.startService(ctx); err != nil {
+		return e, false, err
+	}
+	e.timed("start asya-sync serve", t)
+
+	t = time.Now()
+	if err := e.helmInstall(ctx); err != nil {
+		return e, false, err
+	}
+	e.timed("helm install + uninstall (docs/install.md)", t)
+
+	t = time.Now()
+	if err := e.installController(ctx); err != nil {
+		return e, false, err
+	}
+	e.timed("apply manifests/ and set up the driver", t)
+	e.timed("setup total", start)
+	return e, false, nil
+}
+
+func kedaCRDDir() (string, error) {
+	if d := os.Getenv("ASYA_E2E_KEDA_CRDS"); d != "" {
+		return d, nil
+	}
+	out, err := exec.Command("go", "env", "GOMODCACHE").Output()
+	if err != nil {
+		return "", fmt.Errorf("go env GOMODCACHE: %w", err)
+	}
+	d := filepath.Join(strings.TrimSpace(string(out)), "github.com", "kedacore", "keda", "v2@v2.21.0", "config", "crd", "bases")
+	if _, err := os.Stat(d); err != nil {
+		return "", fmt.Errorf("KEDA CRDs not found at %s (go mod download github.com/kedacore/keda/v2@v2.21.0)", d)
+	}
+	return d, nil
+}
+
+func (e *testEnv) teardown(failed bool) {
+	if e.service != nil {
+		e.service.stop(10 * time.Second)
+	}
+	if e.cluster != nil {
+		e.cluster.stop()
+	}
+	if e.work == "" {
+		return
+	}
+	if failed || os.Getenv("ASYA_E2E_KEEP") == "1" {
+		fmt.Fprintln(os.Stderr, "e2e: work directory kept (logs, kubeconfig):", e.work)
+		return
+	}
+	os.RemoveAll(e.work)
+}
+
+// installCRDs applies our CRD, KEDA's and the test copy of Metacontroller's
+// CompositeController schema, and waits until they are served.
+func (e *testEnv) installCRDs(ctx context.Context) error {
+	files, err := filepath.Glob(filepath.Join(e.root, "manifests", "crd", "*.yaml"))
+	if err != nil || len(files) == 0 {
+		return fmt.Errorf("no CRD in manifests/crd")
+	}
+	keda, _ := filepath.Glob(filepath.Join(e.kedaCRD, "*.yaml"))
+	if len(keda) == 0 {
+		return fmt.Errorf("no KEDA CRD in %s", e.kedaCRD)
+	}
+	files = append(files, keda...)
+	files = append(files, filepath.Join(e.root, "e2e", "testdata", "metacontroller-crd.yaml"))
+	var names []string
+	var served []gvr
+	for _, f := range files {
+		docs, err := readYAMLDocs(f)
+		if err != nil {
+			return err
+		}
+		for _, d := range docs {
+			if str(d, "kind") != "CustomResourceDefinition" {
+				continue
+			}
+			if _, err := e.cluster.client.apply(ctx, d, "e2e"); err != nil {
+				return fmt.Errorf("apply %s: %w", f, err)
+			}
+			names = append(names, str(d, "metadata", "name"))
+			versions, _ := field(d, "spec", "versions").([]any)
+			for _, v := range versions {
+				served = append(served, gvr{
+					APIVersion: str(d, "spec", "group") + "/" + str(v.(obj), "name"),
+					Resource:   str(d, "spec", "names", "plural"),
+					Namespaced: str(d, "spec", "scope") == "Namespaced",
+				})
+			}
+		}
+	}
+	crd := gvr{APIVersion: "apiextensions.k8s.io/v1", Resource: "customresourcedefinitions", Kind: "CustomResourceDefinition"}
+	for _, n := range names {
+		err := waitFor("CRD "+n, 30*time.Second, e.cluster.apiserver, func() error {
+			o, err := e.cluster.client.get(ctx, crd, "", n)
+			if err != nil {
+				return err
+			}
+			conds, _ := field(o, "status", "conditions").([]any)
+			for _, c := range conds {
+				if str(c.(obj), "type") == "Established" && str(c.(obj), "status") == "True" {
+					return nil
+				}
+			}
+			return fmt.Errorf("not established")
+		})
+		if err != nil {
+			return err
+		}
+	}
+	// Established is not yet servable: the resource's storage answers 429
+	// "(re)initializing" for a moment. Wait until every version lists.
+	for _, r := range served {
+		err := waitFor("list "+r.Resource+" "+r.APIVersion, 30*time.Second, e.cluster.apiserver, func() error {
+			_, err := e.cluster.client.do(ctx, "GET", r.path("", "")+"?limit=1", nil, "")
+			return err
+		})
+		if err != nil {
+			return err
+		}
+	}
+	e.cluster.client.forget()
+	return nil
+}
+
+// testConfig is the service configuration of the run: every transport shape
+// the tests exercise, against the local brokers.
+func (e *testEnv) testConfig() string {
+	return fmt.Sprintf(`sidecarImage: asya-sidecar:e2e
+gatewayURL: http://asya-gateway.asya-system:8080
+queueCacheTTL: 5m
+transports:
+  rabbitmq:
+    type: rabbitmq
+    enabled: true
+    config:
+      host: 127.0.0.1
+      port: 5672
+      username: guest
+      passwordSecretRef: {name: rabbitmq-secret, key: password}
+      managementURL: http://127.0.0.1:15672
+      exchange: asya-e2e
+  rabbitmq-guest:
+    type: rabbitmq
+    enabled: true
+    config:
+      host: 127.0.0.1
+      exchange: asya-e2e
+  sqs:
+    type: sqs
+    enabled: true
+    config:
+      region: us-east-1
+      accountId: "000000000000"
+      endpoint: %[1]s
+      actorRoleArn: arn:aws:iam::000000000000:role/asya-actors
+      tags: {team: e2e}
+  sqs-static:
+    type: sqs
+    enabled: true
+    config:
+      region: us-east-1
+      accountId: "000000000000"
+      endpoint: %[1]s
+      credentials:
+        accessKeyIdSecretRef: {name: aws-creds, key: access-key-id}
+        secretAccessKeySecretRef: {name: aws-creds, key: secret-access-key}
+  switched-off:
+    type: rabbitmq
+    enabled: false
+    config:
+      host: 127.0.0.1
+`, e.sqsURL)
+}
+
+func (e *testEnv) startService(ctx context.Context) error {
+	cfg := filepath.Join(e.work, "asya-sync.yaml")
+	if err := os.WriteFile(cfg, []byte(e.testConfig()), 0o600); err != nil {
+		return err
+	}
+	ports, err := freePorts(1)
+	if err != nil {
+		return err
+	}
+	addr := fmt.Sprintf("127.0.0.1:%d", ports[0])
+	e.hookURL = "http://" + addr
+	e.service, err = startProcess("asya-sync", e.work, []string{
+		// The service's own SQS credentials come from the default chain.
+		"AWS_ACCESS_KEY_ID=e2e", "AWS_SECRET_ACCESS_KEY=e2e", "AWS_REGION=us-east-1",
+		"AWS_EC2_METADATA_DISABLED=true", "ASYA_SYNC_CONFIG=",
+	}, e.syncBin, "serve", "--config", cfg, "--listen", addr)
+	if err != nil {
+		return err
+	}
+	return waitFor("asya-sync /readyz", 30*time.Second, e.service, func() error {
+		resp, err := http.Get(e.hookURL + "/readyz")
+		if err != nil {
+			return err
+		}
+		resp.Body.Close()
+		if resp.StatusCode != 200 {
+			return fmt.Errorf("readyz: %s", resp.Status)
+		}
+		return nil
+	})
+}
+
+// installController applies manifests/ as an installation would (the
+// namespace, the CompositeController, the service's objects) and builds the
+// driver from the CompositeController that was stored.
+func (e *testEnv) installController(ctx context.Context) error {
+	k := e.cluster.client
+	for _, f := range []string{"namespace.yaml", "compositecontroller.yaml", "asya-sync.yaml"} {
+		docs, err := readYAMLDocs(filepath.Join(e.root, "manifests", f))
+		if err != nil {
+			return err
+		}
+		for _, d := range docs {
+			if _, err := k.apply(ctx, d, "e2e"); err != nil {
+				return fmt.Errorf("manifests/%s: %s %s: %w", f, str(d, "kind"), str(d, "metadata", "name"), err)
+			}
+		}
+	}
+	r, err := k.byKind(ctx, "metacontroller.k8s.io/v1alpha1", "CompositeController")
+	if err != nil {
+		return err
+	}
+	if e.cc, err = k.get(ctx, r, "", "asya-sync"); err != nil {
+		return err
+	}
+	e.driver, err = newDriver(ctx, k, e.hookURL, e.cc)
+	return err
+}
+
+// helmInstall runs the install command of docs/install.md against the test
+// API server, checks what it created, and uninstalls again so that the
+// plain manifests can be applied next.
+func (e *testEnv) helmInstall(ctx context.Context) error {
+	if _, err := e.helm("install", "asya-sync", "./chart", "-n", "asya-system", "--create-namespace"); err != nil {
+		return err
+	}
+	k := e.cluster.client
+	for _, want := range []struct{ apiVersion, kind, ns, name string }{
+		{"apps/v1", "Deployment", "asya-system", "asya-sync"},
+		{"v1", "Service", "asya-system", "asya-sync"},
+		{"v1", "ConfigMap", "asya-system", "asya-sync"},
+		{"policy/v1", "PodDisruptionBudget", "asya-system", "asya-sync"},
+		{"metacontroller.k8s.io/v1alpha1", "CompositeController", "", "asya-sync"},
+	} {
+		r, err := k.byKind(ctx, want.apiVersion, want.kind)
+		if err != nil {
+			return err
+		}
+		if _, err := k.get(ctx, r, want.ns, want.name); err != nil {
+			return fmt.Errorf("after helm install: %s %s: %w", want.kind, want.name, err)
+		}
+	}
+	if _, err := e.helm("uninstall", "asya-sync", "-n", "asya-system", "--wait", "--timeout", "60s"); err != nil {
+		return err
+	}
+	return nil
+}

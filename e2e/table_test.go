@@ -1,0 +1,208 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"encoding/json"
+	"fmt"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+)
+
+// kubectl runs the built kubectl against the test API server.
+func kubectl(t *testing.T, args ...string) string {
+	t.Helper()
+	cmd := exec.Command(filepath.Join(env.bin, "kubectl"), append([]string{"--kubeconfig", env.cluster.kubeconfig}, args...)...)
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("kubectl %s: %v\n%s", strings.Join(args, " "), err, out)
+	}
+	return string(out)
+}
+
+var headerCell = regexp.MustCompile(`\S+`)
+
+// columns splits kubectl's table output into header and rows, cutting each
+// row at the header's column offsets so that empty cells stay in place.
+func columns(out string) (header []string, rows map[string][]string) {
+	rows = map[string][]string{}
+	lines := strings.Split(strings.TrimRight(out, "\n"), "\n")
+	starts := headerCell.FindAllStringIndex(lines[0], -1)
+	for _, s := range starts {
+		header = append(header, lines[0][s[0]:s[1]])
+	}
+	for _, line := range lines[1:] {
+		cells := make([]string, len(starts))
+		for i, s := range starts {
+			if s[0] >= len(line) {
+				break
+			}
+			end := len(line)
+			if i+1 < len(starts) && starts[i+1][0] < end {
+				end = starts[i+1][0]
+			}
+			cells[i] = strings.TrimSpace(line[s[0]:end])
+		}
+		rows[cells[0]] = cells
+	}
+	return header, rows
+}
+
+// runPods makes the actor's workload look the way a healthy cluster would
+// report it: ready pods labelled for the actor, and a Deployment status
+// that has caught up. Nothing in the test cluster runs pods, so the test
+// writes what the kubelet and the Deployment controller would.
+func runPods(t *testing.T, ns, name string, n int) {
+	t.Helper()
+	ctx := ctxFor(t, time.Minute)
+	k := env.cluster.client
+	dep, err := k.byKind(ctx, "apps/v1", "Deployment")
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, err := k.get(ctx, dep, ns, name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	podSpec := mapAt(d, "spec", "template", "spec")
+	var containerStatuses []any
+	for _, c := range podSpec["containers"].([]any) {
+		containerStatuses = append(containerStatuses, obj{
+			"name": str(c.(obj), "name"), "image": str(c.(obj), "image"), "imageID": "",
+			"ready": true, "started": true, "restartCount": 0,
+			"state": obj{"running": obj{"startedAt": time.Now().UTC().Format(time.RFC3339)}},
+		})
+	}
+	podGVR, _ := k.byKind(ctx, "v1", "Pod")
+	labels := mapAt(d, "spec", "template", "metadata", "labels")
+	for i := 0; i < n; i++ {
+		pod := obj{
+			"apiVersion": "v1", "kind": "Pod",
+			"metadata": obj{"name": fmt.Sprintf("%s-%d", name, i), "namespace": ns, "labels": labels},
+			"spec":     podSpec,
+		}
+		created, err := k.create(ctx, pod, false)
+		if err != nil {
+			t.Fatalf("pod: %v", err)
+		}
+		now := time.Now().UTC().Format(time.RFC3339)
+		created["status"] = obj{
+			"phase": "Running",
+			"conditions": []any{
+				obj{"type": "PodScheduled", "status": "True", "lastTransitionTime": now},
+				obj{"type": "Initialized", "status": "True", "lastTransitionTime": now},
+				obj{"type": "ContainersReady", "status": "True", "lastTransitionTime": now},
+				obj{"type": "Ready", "status": "True", "lastTransitionTime": now},
+			},
+			"containerStatuses": containerStatuses,
+			"startTime":         now,
+		}
+		if _, err := k.do(ctx, "PUT", podGVR.path(ns, str(created, "metadata", "name"))+"/status", created, ""); err != nil {
+			t.Fatalf("pod status: %v", err)
+		}
+	}
+	gen := field(d, "metadata", "generation")
+	d["status"] = obj{
+		"observedGeneration": gen, "replicas": n, "updatedReplicas": n, "readyReplicas": n, "availableReplicas": n,
+		"conditions": []any{obj{"type": "Available", "status": "True", "reason": "MinimumReplicasAvailable",
+			"lastUpdateTime": time.Now().UTC().Format(time.RFC3339), "lastTransitionTime": time.Now().UTC().Format(time.RFC3339)}},
+	}
+	if _, err := k.do(ctx, "PUT", dep.path(ns, name)+"/status", d, ""); err != nil {
+		t.Fatalf("deployment status: %v", err)
+	}
+}
+
+// TestKubectlGetAsya checks the printer columns, normal and wide, through
+// kubectl and through the API's Table output, on an actor whose two pods
+// are ready.
+func TestKubectlGetAsya(t *testing.T) {
+	ctx := ctxFor(t, 2*time.Minute)
+	ns := "e2e-table"
+	ensureNamespace(t, ctx, ns, true)
+	a := loadActor(t, filepath.Join(env.root, "e2e", "testdata", "actors", "manual.yaml"), ns)
+	mapAt(a, "metadata")["name"] = "shown"
+	mapAt(a, "spec")["transport"] = "rabbitmq"
+	createActor(t, ctx, a)
+	runPods(t, ns, "shown", 2)
+	converge(t, ctx, ns, "shown")
+	st := mapAt(getActor(t, ctx, ns, "shown"), "status")
+	if str(st, "status") != "Running" {
+		t.Errorf("status.status = %q with 2/2 pods ready; status %s", str(st, "status"), mustJSON(st))
+	}
+
+	header, rows := columns(kubectl(t, "get", "asya", "-n", ns))
+	wantHeader := []string{"NAME", "STATUS", "RUNNING", "FAILING", "TOTAL", "DESIRED", "MIN", "MAX", "LAST-SCALE", "AGE"}
+	if strings.Join(header, " ") != strings.Join(wantHeader, " ") {
+		t.Errorf("kubectl get asya header = %v, want %v", header, wantHeader)
+	}
+	row := rows["shown"]
+	t.Logf("kubectl get asya: %v", row)
+	if len(row) != len(wantHeader) {
+		t.Fatalf("row %v does not fit header", row)
+	}
+	expect := map[string]string{"STATUS": str(st, "status"), "RUNNING": "2", "FAILING": "0", "TOTAL": "2", "DESIRED": "2"}
+	for i, h := range wantHeader {
+		if w, ok := expect[h]; ok && row[i] != w {
+			t.Errorf("column %s = %q, want %q", h, row[i], w)
+		}
+	}
+
+	header, rows = columns(kubectl(t, "get", "asyncactor", "-n", ns, "-o", "wide"))
+	wantWide := append(append([]string{}, wantHeader...), "WORKLOAD", "TRANSPORT", "SCALING", "QUEUED", "PROCESSING", "DIRECTION")
+	if strings.Join(header, " ") != strings.Join(wantWide, " ") {
+		t.Errorf("kubectl get asya -o wide header = %v, want %v", header, wantWide)
+	}
+	row = rows["shown"]
+	t.Logf("kubectl get asya -o wide: %v", row)
+	if len(row) < 13 {
+		t.Fatalf("wide row %v too short", row)
+	}
+	for i, w := range map[int]string{10: "Deployment", 11: "Ready", 12: "Manual"} {
+		if row[i] != w {
+			t.Errorf("wide column %s = %q, want %q", wantWide[i], row[i], w)
+		}
+	}
+
+	// The same through the API's Table output, as any client sees it.
+	data, status, err := env.cluster.client.raw(ctx, "GET", actorGVR().path(ns, ""), nil, "",
+		"Accept", "application/json;as=Table;v=v1;g=meta.k8s.io")
+	if err != nil || status != 200 {
+		t.Fatalf("table: %d %v %s", status, err, firstLine(data))
+	}
+	var table struct {
+		ColumnDefinitions []struct {
+			Name     string `json:"name"`
+			Type     string `json:"type"`
+			Priority int    `json:"priority"`
+		} `json:"columnDefinitions"`
+		Rows []struct {
+			Cells []any `json:"cells"`
+		} `json:"rows"`
+	}
+	if err := json.Unmarshal(data, &table); err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, c := range table.ColumnDefinitions {
+		got = append(got, fmt.Sprintf("%s:%s:%d", c.Name, c.Type, c.Priority))
+	}
+	want := "Name:string:0 Status:string:0 Running:integer:0 Failing:integer:0 Total:integer:0 Desired:integer:0 Min:integer:0 Max:integer:0 Last-Scale:date:0 Age:date:0 " +
+		"Workload:string:1 Transport:string:1 Scaling:string:1 Queued:integer:1 Processing:integer:1 Direction:string:1"
+	if strings.Join(got, " ") != want {
+		t.Errorf("table columns:\n got %s\nwant %s", strings.Join(got, " "), want)
+	}
+	if len(table.Rows) != 1 || fmt.Sprint(table.Rows[0].Cells[2]) != "2" {
+		t.Errorf("table rows: %s", mustJSON(table.Rows))
+	}
+
+	// Short names.
+	for _, short := range []string{"asyas", "asyncactor", "asyncactors.asya.sh"} {
+		if out := kubectl(t, "get", short, "-n", ns, "-o", "name"); strings.TrimSpace(out) != "asyncactor.asya.sh/shown" {
+			t.Errorf("kubectl get %s -o name = %q", short, out)
+		}
+	}
+}
