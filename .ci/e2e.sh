@@ -12,11 +12,24 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$PWD
-BIN=$ROOT/.cache/bin
+BIN=${ASYA_E2E_BIN:-$ROOT/.cache/bin}
 TOOLS=(kube-apiserver etcd controller-gen helm kubectl)
 KEDA_VERSION=v2.21.0
 
 log() { printf '[e2e %s] %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
+
+# missing: a piece of the environment is not there. A failure when
+# ASYA_REQUIRE_INTEGRATION=1 (CI), a loud skip otherwise.
+missing() {
+  if [ "${ASYA_REQUIRE_INTEGRATION:-}" = 1 ]; then
+    printf '\n[e2e] FAILED: %s\n\n' "$*" >&2
+    exit 1
+  fi
+  printf '\n[e2e] SKIPPED: %s (set ASYA_REQUIRE_INTEGRATION=1 to fail instead)\n\n' "$*" >&2
+  exit 0
+}
+
+listening() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
 
 # Bump when the way the tools are built changes.
 TOOLS_BUILD_REV=2
@@ -61,7 +74,7 @@ build_tools() {
     go build -trimpath -ldflags=-s -o "$BIN/controller-gen" sigs.k8s.io/controller-tools/cmd/controller-gen
     # etcd's main package is the root of its server module.
     go build -trimpath -ldflags=-s -o "$BIN/etcd" go.etcd.io/etcd/server/v3
-  )
+  ) || missing "could not build the e2e tools (module proxy unreachable?)"
   echo "$want" >"$BIN/.stamp"
   log "tools built in $((SECONDS - start))s"
 }
@@ -161,17 +174,17 @@ check_image_build() {
   log "image build step OK (static binary from the .dockerignore'd context, $((SECONDS - start))s)"
 }
 
-# keda_crds prints the directory of KEDA's CRDs, downloading the module
-# into the module cache (outside any module, so no go.mod or go.sum moves).
+# keda_crds sets KEDA_CRDS to the directory of KEDA's CRDs, downloading the
+# module into the module cache (outside any module, so no go.mod or go.sum
+# moves).
 keda_crds() {
   local dir
   dir=$(cd "$(mktemp -d)" && GOFLAGS= go mod download -json "github.com/kedacore/keda/v2@$KEDA_VERSION" |
-    sed -n 's/^[[:space:]]*"Dir": "\(.*\)",$/\1/p')
+    sed -n 's/^[[:space:]]*"Dir": "\(.*\)",$/\1/p') || true
   if [ -z "$dir" ] || [ ! -d "$dir/config/crd/bases" ]; then
-    echo "KEDA $KEDA_VERSION CRDs not found (go mod download failed?)" >&2
-    return 1
+    missing "KEDA $KEDA_VERSION CRDs not found (go mod download github.com/kedacore/keda/v2@$KEDA_VERSION failed)"
   fi
-  echo "$dir/config/crd/bases"
+  KEDA_CRDS=$dir/config/crd/bases
 }
 
 run_e2e() {
@@ -179,9 +192,12 @@ run_e2e() {
   require_tools
   check_generated
   check_image_build
+  go vet -tags e2e ./e2e/
+  listening 5672 || missing "RabbitMQ is not listening on 127.0.0.1:5672 (run .ci/services.sh)"
+  listening "${ASYA_SQS_PORT:-9324}" || missing "the SQS emulator is not listening on 127.0.0.1:${ASYA_SQS_PORT:-9324} (run .ci/services.sh)"
   export ASYA_E2E_BIN=$BIN
-  export ASYA_E2E_KEDA_CRDS
-  ASYA_E2E_KEDA_CRDS=$(keda_crds)
+  keda_crds
+  export ASYA_E2E_KEDA_CRDS=$KEDA_CRDS
   export ASYA_SYNC_BIN=$ROOT/.cache/e2e/asya-sync
   log "running the e2e tests"
   go test -tags e2e -count=1 -timeout 15m ${E2E_TEST_FLAGS:--v} ./e2e/ "$@"

@@ -287,10 +287,11 @@ func TestExamples(t *testing.T) {
 				if len(kids) == 0 {
 					t.Fatalf("no children; status %s", mustJSON(getActor(t, ctx, ns, name)["status"]))
 				}
-				out = kubectl(t, "get", "asya", "-n", ns, name)
-				if !strings.Contains(out, name) {
-					t.Errorf("kubectl get asya: %s", out)
+				out = kubectl(t, "get", "asya", "-n", ns)
+				if _, rows := columns(out); rows[name] == nil {
+					t.Errorf("kubectl get asya: no row for %s:\n%s", name, out)
 				}
+				t.Logf("kubectl get asya -n %s:\n%s", ns, out)
 			})
 		}
 	}

@@ -128,7 +128,17 @@ func TestKubectlGetAsya(t *testing.T) {
 	mapAt(a, "spec")["transport"] = "rabbitmq"
 	createActor(t, ctx, a)
 	runPods(t, ns, "shown", 2)
-	converge(t, ctx, ns, "shown")
+	// SPEC §9: an actor whose children exist and are healthy settles after
+	// at most one status write.
+	writes := 0
+	for _, p := range converge(t, ctx, ns, "shown") {
+		if p.StatusWritten {
+			writes++
+		}
+	}
+	if writes > 1 {
+		t.Errorf("%d status writes to settle a healthy actor; want at most 1", writes)
+	}
 	st := mapAt(getActor(t, ctx, ns, "shown"), "status")
 	if str(st, "status") != "Running" {
 		t.Errorf("status.status = %q with 2/2 pods ready; status %s", str(st, "status"), mustJSON(st))
