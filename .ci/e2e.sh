@@ -3,9 +3,13 @@
 # asya-sync service built from this tree, and a test driver that plays
 # Metacontroller's part.
 #
-#   .ci/e2e.sh          build the tools if needed, then run everything
-#   .ci/e2e.sh tools    only build the tools into .cache/bin
-#   .ci/e2e.sh crd      regenerate manifests/crd (controller-gen)
+#   .ci/e2e.sh                 build the tools if needed, then run everything
+#   .ci/e2e.sh test [ARGS]     the same, passing ARGS to go test (e.g. -run Helm)
+#   .ci/e2e.sh tools           only build the tools into .cache/bin
+#   .ci/e2e.sh crd             regenerate manifests/crd (controller-gen)
+#   .ci/e2e.sh manifests       regenerate manifests/ and chart/crds/
+#   .ci/e2e.sh check           fail if manifests/ or chart/crds/ are stale
+#   .ci/e2e.sh image           the Dockerfile's build step, without Docker
 #
 # ASYA_REQUIRE_INTEGRATION=1 turns every missing piece (broker, tool, binary)
 # into a failure instead of a skip.
@@ -31,6 +35,10 @@ missing() {
 
 listening() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
 
+# Scratch space of this run, removed on exit.
+SCRATCH=$(mktemp -d)
+trap 'rm -rf "$SCRATCH"' EXIT
+
 # Bump when the way the tools are built changes.
 TOOLS_BUILD_REV=2
 
@@ -46,10 +54,10 @@ build_tools() {
   have=$(cat "$BIN/.stamp" 2>/dev/null || true)
   for t in "${TOOLS[@]}"; do [ -x "$BIN/$t" ] || missing=1; done
   if [ "$missing" = 0 ] && [ "$want" = "$have" ]; then
-    log "tools up to date in .cache/bin"
+    log "tools up to date in $BIN"
     return
   fi
-  log "building ${TOOLS[*]} into .cache/bin (a cold build takes several minutes)"
+  log "building ${TOOLS[*]} into $BIN (a cold build takes several minutes)"
   local start=$SECONDS
   (
     cd e2e/tools
@@ -123,9 +131,7 @@ write_generated() {
 
 # check_generated: regenerating must give no diff.
 check_generated() {
-  local tmp
-  tmp=$(mktemp -d)
-  trap 'rm -rf "$tmp"' RETURN
+  local tmp=$SCRATCH/generated
   gen_manifests "$tmp"
   local failed=0
   for f in crd/asya.sh_asyncactors.yaml compositecontroller.yaml asya-sync.yaml; do
@@ -146,9 +152,8 @@ check_generated() {
 # flags, from a copy of the build context filtered by .dockerignore, so that
 # a file the build needs but .dockerignore drops fails here.
 check_image_build() {
-  local ctx
-  ctx=$(mktemp -d)
-  trap 'rm -rf "$ctx"' RETURN
+  local ctx=$SCRATCH/docker-context
+  mkdir -p "$ctx"
   local excludes=() line
   while IFS= read -r line; do
     line=${line%%#*}
@@ -160,17 +165,22 @@ check_image_build() {
       *) excludes+=(--exclude="/${line#/}") ;;
     esac
   done <.dockerignore
-  rsync -a "${excludes[@]}" ./ "$ctx/"
+  if command -v rsync >/dev/null; then
+    rsync -a "${excludes[@]}" ./ "$ctx/"
+  else
+    log "rsync not installed: building from the whole tree, .dockerignore unchecked"
+    ctx=$ROOT
+  fi
   local start=$SECONDS
-  (cd "$ctx" && CGO_ENABLED=0 GOOS=linux go build -mod=readonly -trimpath -ldflags="-s -w" -o "$ctx/out/asya-sync" ./cmd/asya-sync)
+  local out=$ROOT/.cache/e2e/asya-sync
+  mkdir -p "$(dirname "$out")"
+  (cd "$ctx" && CGO_ENABLED=0 GOOS=linux go build -mod=readonly -trimpath -ldflags="-s -w" -o "$out" ./cmd/asya-sync)
   # Static: no dynamic section, so it runs on distroless/static.
-  if readelf -d "$ctx/out/asya-sync" 2>/dev/null | grep -q NEEDED; then
+  if readelf -d "$out" 2>/dev/null | grep -q NEEDED; then
     echo "asya-sync is dynamically linked" >&2
     return 1
   fi
-  "$ctx/out/asya-sync" --help >/dev/null
-  mkdir -p .cache/e2e
-  cp "$ctx/out/asya-sync" .cache/e2e/asya-sync
+  "$out" --help >/dev/null
   log "image build step OK (static binary from the .dockerignore'd context, $((SECONDS - start))s)"
 }
 
@@ -179,7 +189,8 @@ check_image_build() {
 # moves).
 keda_crds() {
   local dir
-  dir=$(cd "$(mktemp -d)" && GOFLAGS= go mod download -json "github.com/kedacore/keda/v2@$KEDA_VERSION" |
+  mkdir -p "$SCRATCH/nomodule"
+  dir=$(cd "$SCRATCH/nomodule" && GOFLAGS= go mod download -json "github.com/kedacore/keda/v2@$KEDA_VERSION" |
     sed -n 's/^[[:space:]]*"Dir": "\(.*\)",$/\1/p') || true
   if [ -z "$dir" ] || [ ! -d "$dir/config/crd/bases" ]; then
     missing "KEDA $KEDA_VERSION CRDs not found (go mod download github.com/kedacore/keda/v2@$KEDA_VERSION failed)"
@@ -204,13 +215,19 @@ run_e2e() {
   log "e2e done in $((SECONDS - start))s"
 }
 
-case "${1:-all}" in
-  tools) build_tools ;;
-  crd) require_tools; mkdir -p manifests/crd; gen_crd manifests/crd ;;
-  manifests) require_tools; write_generated ;;
-  check) require_tools; check_generated ;;
-  image) check_image_build ;;
-  all) shift || true; run_e2e "$@" ;;
-  test) shift; run_e2e "$@" ;;
-  *) echo "unknown command: $1 (tools, crd, manifests, check, image, test)" >&2; exit 2 ;;
-esac
+main() {
+  case "${1:-all}" in
+    tools) build_tools ;;
+    crd) require_tools; mkdir -p manifests/crd; gen_crd manifests/crd ;;
+    manifests) require_tools; write_generated ;;
+    check) require_tools; check_generated ;;
+    image) check_image_build ;;
+    all) shift || true; run_e2e "$@" ;;
+    test) shift; run_e2e "$@" ;;
+    *) echo "unknown command: $1 (tools, crd, manifests, check, image, test)" >&2; exit 2 ;;
+  esac
+}
+
+# One line, read whole before it runs: editing this file during a run
+# cannot change what the run does.
+main "$@"; exit $?
