@@ -400,7 +400,7 @@ func (d *driver) related(ctx context.Context, parent obj) (obj, error) {
 // new, at most max passes. It returns the passes run.
 func (d *driver) converge(ctx context.Context, ns, name string, max int) ([]*pass, error) {
 	var passes []*pass
-	var prevStatus obj
+	var prevStatus, before obj
 	for i := 0; i < max; i++ {
 		p, err := d.reconcile(ctx, ns, name)
 		if err != nil {
@@ -413,9 +413,44 @@ func (d *driver) converge(ctx context.Context, ns, name string, max int) ([]*pas
 		if !p.StatusWritten && len(p.Deleted) == 0 && i > 0 && jsonEqual(prevStatus, p.Response.Status) {
 			return passes, nil
 		}
-		prevStatus = p.Response.Status
+		before, prevStatus = prevStatus, p.Response.Status
 	}
-	return passes, fmt.Errorf("%s/%s: status still changing after %d passes; last: %s", ns, name, max, mustJSON(prevStatus))
+	return passes, fmt.Errorf("%s/%s: status is not a fixpoint, still changing after %d passes with nothing else changing:\n%s",
+		ns, name, max, statusDiff(before, prevStatus))
+}
+
+// statusDiff lists the status fields (conditions by type) that differ.
+func statusDiff(a, b obj) string {
+	flat := func(s obj) map[string]string {
+		out := map[string]string{}
+		for k, v := range s {
+			if k != "conditions" {
+				out[k] = mustJSON(v)
+				continue
+			}
+			list, _ := v.([]any)
+			for _, c := range list {
+				for ck, cv := range c.(obj) {
+					out["conditions["+str(c.(obj), "type")+"]."+ck] = mustJSON(cv)
+				}
+			}
+		}
+		return out
+	}
+	fa, fb := flat(a), flat(b)
+	var lines []string
+	for k := range fa {
+		if fa[k] != fb[k] {
+			lines = append(lines, fmt.Sprintf("  %s:\n    was %s\n    now %s", k, fa[k], fb[k]))
+		}
+	}
+	for k := range fb {
+		if _, ok := fa[k]; !ok {
+			lines = append(lines, fmt.Sprintf("  %s:\n    was absent\n    now %s", k, fb[k]))
+		}
+	}
+	sort.Strings(lines)
+	return strings.Join(lines, "\n")
 }
 
 func finalizers(o obj) []string {
