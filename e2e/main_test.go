@@ -237,7 +237,9 @@ func (e *testEnv) teardown(failed bool) {
 		return
 	}
 	if failed || os.Getenv("ASYA_E2E_KEEP") == "1" {
-		fmt.Fprintln(os.Stderr, "e2e: work directory kept (logs, kubeconfig):", e.work)
+		// The logs are what helps; etcd's data is tens of megabytes.
+		os.RemoveAll(filepath.Join(e.work, "etcd"))
+		fmt.Fprintln(os.Stderr, "e2e: work directory kept (logs):", e.work)
 		return
 	}
 	os.RemoveAll(e.work)
