@@ -246,8 +246,10 @@ func (s *SQS) where() string {
 	return "SQS in " + s.cfg.Region
 }
 
-// explain turns an SDK error into a transport Error.
+// explain turns an SDK error into a transport Error whose text is the
+// same every time SQS answers the same way.
 func (s *SQS) explain(err error, doing string) error {
+	err = withoutRequestID(err)
 	if code := sqsErrorCode(err); code == "QueueDoesNotExist" {
 		return &Error{Reason: ReasonQueueNotFound, Message: doing + " on " + s.where(), Err: err}
 	} else if code == "QueueDeletedRecently" {
@@ -295,4 +297,19 @@ func sqsErrorCode(err error) string {
 		return code
 	}
 	return ""
+}
+
+// apiError is an SQS error told by its code and message alone: the SDK's
+// own text carries a request ID that changes on every call, and a status
+// message built from it would never settle.
+type apiError struct{ smithy.APIError }
+
+func (e apiError) Error() string { return e.ErrorCode() + ": " + e.ErrorMessage() }
+
+func withoutRequestID(err error) error {
+	var ae smithy.APIError
+	if errors.As(err, &ae) {
+		return apiError{ae}
+	}
+	return err
 }

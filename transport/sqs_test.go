@@ -3,7 +3,7 @@ package transport
 import (
 	"context"
 	"encoding/json"
-	"github.com/asya-sh/asya-sync/internal/testenv"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -11,9 +11,11 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
+	"github.com/aws/smithy-go"
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/asya-sh/asya-sync/config"
+	"github.com/asya-sh/asya-sync/internal/testenv"
 )
 
 func sqsConfig(change ...func(*config.SQS)) config.SQS {
@@ -307,5 +309,17 @@ func TestSQSUnreachableEndpoint(t *testing.T) {
 	te := wantReason(t, s.Ensure(ctx, Queue{Actor: actorName("down")}), ReasonBrokerUnavailable)
 	if !strings.Contains(te.Error(), "connection refused") {
 		t.Errorf("%q does not carry the cause", te.Error())
+	}
+}
+
+func TestSQSErrorTextIsStable(t *testing.T) {
+	raw := &smithy.OperationError{ServiceID: "SQS", OperationName: "CreateQueue",
+		Err: &smithy.GenericAPIError{Code: "QueueDeletedRecently", Message: "wait 60 seconds"}}
+	s := &SQS{}
+	got := s.explain(fmt.Errorf("RequestID: 1234, %w", raw), "creating queue asya-x")
+	te := AsError(got)
+	if te.Reason != ReasonQueueDeletedRecently || strings.Contains(te.Error(), "RequestID") ||
+		!strings.Contains(te.Error(), "QueueDeletedRecently: wait 60 seconds") {
+		t.Errorf("explained error = %q (reason %s), want the code and message without the request ID", te.Error(), te.Reason)
 	}
 }
