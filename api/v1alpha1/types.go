@@ -40,10 +40,13 @@ type AsyncActorSpec struct {
 	// +kubebuilder:validation:MinLength=1
 	Transport string `json:"transport"`
 
+	// +kubebuilder:default={}
 	// +optional
 	Sidecar SidecarSpec `json:"sidecar,omitempty"`
+	// +kubebuilder:default={}
 	// +optional
 	Timeout TimeoutSpec `json:"timeout,omitempty"`
+	// +kubebuilder:default={}
 	// +optional
 	Scaling ScalingSpec `json:"scaling,omitempty"`
 
