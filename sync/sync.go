@@ -7,6 +7,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/asya-sh/asya-sync/api/hook"
@@ -52,7 +53,7 @@ func (h *Handler) Render(actor *v1alpha1.AsyncActor) ([]children.Object, error) 
 		return nil, fmt.Errorf("%s/%s: %s", actor.Namespace, actor.Name, problem.Message)
 	}
 	if problems := validate(actor.Name, actor.Spec, t); len(problems) > 0 {
-		return nil, fmt.Errorf("%s/%s: invalid spec: %v", actor.Namespace, actor.Name, problems)
+		return nil, fmt.Errorf("%s/%s: invalid spec: %s", actor.Namespace, actor.Name, strings.Join(problems, "; "))
 	}
 	return children.Build(h.input(actor, t, false)), nil
 }
