@@ -76,13 +76,15 @@ func (s *server) hook(name string, fn hookFunc) http.HandlerFunc {
 		start := time.Now()
 		code, out, err := s.serve(r, fn)
 		elapsed := time.Since(start)
-		if err != nil {
-			writeJSON(w, code, map[string]string{"error": err.Error()})
-		} else {
-			writeJSON(w, code, out.body)
-		}
+		// Counted before answering, so a caller that reads /metrics after
+		// its answer sees its own call.
 		s.metrics.observe(name, code, out.result, elapsed)
 		s.logCall(name, code, out, err, elapsed)
+		if err != nil {
+			writeJSON(w, code, map[string]string{"error": err.Error()})
+			return
+		}
+		writeJSON(w, code, out.body)
 	}
 }
 
