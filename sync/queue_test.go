@@ -79,3 +79,35 @@ func TestSyncWithBrokerDownKeepsChildren(t *testing.T) {
 			resp.Status.Status, reason, len(resp.Children))
 	}
 }
+
+// TestParallelSyncsCreateOneQueueEach runs 200 syncs of 200 actors at once
+// through one handler, as Metacontroller's workers would.
+func TestParallelSyncsCreateOneQueueEach(t *testing.T) {
+	conn := testenv.Rabbit(t)
+	h := rabbitHandler(t, 5672)
+	prefix := testenv.UniqueName("fleet")
+	const actors = 200
+	errs := make(chan error, actors)
+	for i := 0; i < actors; i++ {
+		name := fmt.Sprintf("%s-%03d", prefix, i)
+		t.Cleanup(func() { testenv.DeleteQueue(conn, transport.QueueName(name)) })
+		req := actorRequest(t, name)
+		go func() {
+			resp, err := h.Sync(context.Background(), req)
+			if err == nil && resp.Status.TransportStatus != "Ready" {
+				err = fmt.Errorf("%s: transportStatus %q", name, resp.Status.TransportStatus)
+			}
+			errs <- err
+		}()
+	}
+	for i := 0; i < actors; i++ {
+		if err := <-errs; err != nil {
+			t.Error(err)
+		}
+	}
+	for i := 0; i < actors; i++ {
+		if q := transport.QueueName(fmt.Sprintf("%s-%03d", prefix, i)); !testenv.QueueExists(t, conn, q) {
+			t.Errorf("queue %s missing after its sync", q)
+		}
+	}
+}
