@@ -114,5 +114,5 @@ func (h *Handler) queueTimeout() time.Duration {
 	if h.QueueTimeout > 0 {
 		return h.QueueTimeout
 	}
-	return 10 * time.Second
+	return transport.DefaultTimeout
 }

@@ -89,6 +89,11 @@ func AsError(err error) *Error {
 	return &Error{Reason: ReasonQueueError, Message: err.Error()}
 }
 
+// DefaultTimeout bounds the broker calls of one hook call: well inside
+// Metacontroller's default 10 s webhook timeout, so a slow broker yields a
+// status that says so rather than a failed hook.
+const DefaultTimeout = 5 * time.Second
+
 // Lookup finds the broker of a configured transport by name.
 type Lookup interface {
 	Get(name string) (Transport, bool)
