@@ -12,8 +12,11 @@ import (
 // Cached trusts a successful Ensure of a queue with the same settings for
 // a TTL, so that a steady-state sync makes no broker call; a queue deleted
 // by hand comes back once the TTL has passed. Concurrent Ensures of the
-// same queue and settings share one broker call. Counts and Delete always
-// reach the broker.
+// same queue and settings share one broker call. Counts are kept for
+// CountsTTL: every change of a count is a status write, and every status
+// write triggers another sync, so fresh counts on every sync would keep a
+// busy actor's status changing as fast as Metacontroller can write it.
+// Delete always reaches the broker.
 type Cached struct {
 	inner  Transport
 	ttl    time.Duration
@@ -22,6 +25,7 @@ type Cached struct {
 
 	mu      sync.Mutex
 	ensured map[string]ensuredQueue // by queue name
+	counted map[string]countedQueue // by queue name
 	// generation changes with every Delete, so that an Ensure that raced
 	// a Delete is not remembered as if the queue were still there.
 	generation uint64
@@ -33,12 +37,21 @@ type ensuredQueue struct {
 	until time.Time
 }
 
+type countedQueue struct {
+	counts Counts
+	until  time.Time
+}
+
+// CountsTTL is how long message counts are reused (or the ensure TTL, if
+// shorter).
+const CountsTTL = 30 * time.Second
+
 // NewCached wraps inner; a TTL of zero or less turns caching off.
 func NewCached(inner Transport, ttl time.Duration, now func() time.Time) *Cached {
 	if now == nil {
 		now = time.Now
 	}
-	return &Cached{inner: inner, ttl: ttl, now: now, ensured: map[string]ensuredQueue{}}
+	return &Cached{inner: inner, ttl: ttl, now: now, ensured: map[string]ensuredQueue{}, counted: map[string]countedQueue{}}
 }
 
 // Ensure calls the broker unless the same queue with the same settings was
@@ -76,8 +89,26 @@ func (c *Cached) Delete(ctx context.Context, q Queue) error {
 	return c.inner.Delete(ctx, q)
 }
 
-// Counts reads the counts from the broker.
-func (c *Cached) Counts(ctx context.Context, q Queue) (Counts, error) { return c.inner.Counts(ctx, q) }
+// Counts reads the counts from the broker unless it did less than
+// CountsTTL ago. Failures are not kept.
+func (c *Cached) Counts(ctx context.Context, q Queue) (Counts, error) {
+	if c.ttl <= 0 {
+		return c.inner.Counts(ctx, q)
+	}
+	c.mu.Lock()
+	e, ok := c.counted[q.Name()]
+	c.mu.Unlock()
+	if ok && c.now().Before(e.until) {
+		return e.counts, nil
+	}
+	counts, err := c.inner.Counts(ctx, q)
+	if err == nil {
+		c.mu.Lock()
+		c.counted[q.Name()] = countedQueue{counts: counts, until: c.now().Add(min(c.ttl, CountsTTL))}
+		c.mu.Unlock()
+	}
+	return counts, err
+}
 
 // Close closes the wrapped transport.
 func (c *Cached) Close() error { return c.inner.Close() }
@@ -117,6 +148,11 @@ func (c *Cached) sweep(now time.Time) {
 			delete(c.ensured, name)
 		}
 	}
+	for name, e := range c.counted {
+		if !now.Before(e.until) {
+			delete(c.counted, name)
+		}
+	}
 	c.nextSweep = now.Add(c.ttl)
 }
 
@@ -125,6 +161,7 @@ func (c *Cached) forget(queue string) {
 	defer c.mu.Unlock()
 	c.generation++
 	delete(c.ensured, queue)
+	delete(c.counted, queue)
 }
 
 // cachedEntries is the number of remembered queues, for tests.

@@ -7,6 +7,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	amqp "github.com/rabbitmq/amqp091-go"
 )
 
 // countingTransport counts the calls that reach it; release, when set,
@@ -206,5 +208,49 @@ func TestCachedWithoutTTLAlwaysCallsTheBroker(t *testing.T) {
 	}
 	if got := broker.ensures.Load(); got != 3 {
 		t.Errorf("%d broker calls, want 3", got)
+	}
+}
+
+// Against the real broker: counts are reused for CountsTTL, so a busy
+// queue does not change the actor's status on every sync.
+func TestCachedCountsAreReusedForCountsTTL(t *testing.T) {
+	t.Parallel()
+	clock := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	cached := NewCached(newRabbitMQ(t), 5*time.Minute, func() time.Time { return clock })
+	actor := actorName("counts-ttl")
+	cleanupRabbitQueues(t, actor)
+	q := Queue{Actor: actor, Namespace: "ml", ProcessingTimeout: 30}
+	ctx := context.Background()
+	if err := cached.Ensure(ctx, q); err != nil {
+		t.Fatal(err)
+	}
+	queued := func() int64 {
+		t.Helper()
+		c, err := cached.Counts(ctx, q)
+		if err != nil || c.Queued == nil {
+			t.Fatalf("counts: %+v, %v", c, err)
+		}
+		return *c.Queued
+	}
+	if got := queued(); got != 0 {
+		t.Fatalf("queued = %d on a new queue", got)
+	}
+	ch := amqpChannel(t)
+	if err := ch.PublishWithContext(ctx, "", q.Name(), false, false, amqp.Publishing{Body: []byte("m")}); err != nil {
+		t.Fatal(err)
+	}
+	if got := queued(); got != 0 {
+		t.Errorf("queued = %d within CountsTTL, want the cached 0", got)
+	}
+	clock = clock.Add(CountsTTL)
+	deadline := time.Now().Add(10 * time.Second)
+	got := queued()
+	for got != 1 && time.Now().Before(deadline) {
+		time.Sleep(200 * time.Millisecond)
+		clock = clock.Add(CountsTTL)
+		got = queued()
+	}
+	if got != 1 {
+		t.Errorf("queued = %d after CountsTTL, want 1", got)
 	}
 }
