@@ -267,17 +267,7 @@ func startCluster(ctx context.Context, bin, dir string) (*cluster, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := waitFor("etcd", 30*time.Second, c.etcd, func() error {
-		resp, err := http.Get(etcdURL + "/health")
-		if err != nil {
-			return err
-		}
-		resp.Body.Close()
-		if resp.StatusCode != 200 {
-			return fmt.Errorf("health: %s", resp.Status)
-		}
-		return nil
-	}); err != nil {
+	if err := waitFor("etcd", 30*time.Second, c.etcd, httpOK(etcdURL+"/health")); err != nil {
 		c.stop()
 		return nil, err
 	}
@@ -384,4 +374,19 @@ func firstLine(b []byte) string {
 		s = s[:300] + "..."
 	}
 	return s
+}
+
+// httpOK is a readiness check: GET url answers 200.
+func httpOK(url string) func() error {
+	return func() error {
+		resp, err := http.Get(url)
+		if err != nil {
+			return err
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			return fmt.Errorf("GET %s: %s", url, resp.Status)
+		}
+		return nil
+	}
 }

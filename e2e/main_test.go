@@ -19,7 +19,6 @@ import (
 	"context"
 	"fmt"
 	"net"
-	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -386,17 +385,7 @@ func (e *testEnv) startService(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	return waitFor("asya-sync /readyz", 30*time.Second, e.service, func() error {
-		resp, err := http.Get(e.hookURL + "/readyz")
-		if err != nil {
-			return err
-		}
-		resp.Body.Close()
-		if resp.StatusCode != 200 {
-			return fmt.Errorf("readyz: %s", resp.Status)
-		}
-		return nil
-	})
+	return waitFor("asya-sync /readyz", 30*time.Second, e.service, httpOK(e.hookURL+"/readyz"))
 }
 
 // installController applies manifests/ as an installation would (the
