@@ -412,3 +412,39 @@ func TestQueueCounts(t *testing.T) {
 		t.Errorf("workloadRef %+v", st.WorkloadRef)
 	}
 }
+
+// The Deployment controller's own verdicts are WorkloadErrors when no pod
+// says more: pods it may not create, a rollout past its deadline.
+func TestDeploymentFailures(t *testing.T) {
+	quota := appsv1.DeploymentCondition{Type: appsv1.DeploymentReplicaFailure, Status: corev1.ConditionTrue, Reason: "FailedCreate",
+		Message: `pods "echo-6f7c9d8b5-x" is forbidden: exceeded quota: compute, requested: cpu=2, used: cpu=8, limited: cpu=8`}
+	deadline := appsv1.DeploymentCondition{Type: appsv1.DeploymentProgressing, Status: corev1.ConditionFalse, Reason: "ProgressDeadlineExceeded",
+		Message: `ReplicaSet "echo-6f7c9d8b5" has timed out progressing.`}
+	progressing := appsv1.DeploymentCondition{Type: appsv1.DeploymentProgressing, Status: corev1.ConditionTrue, Reason: "NewReplicaSetAvailable"}
+	tests := []struct {
+		name   string
+		conds  []appsv1.DeploymentCondition
+		status string
+		ready  metav1.ConditionStatus
+		reason string
+	}{
+		{"quota", []appsv1.DeploymentCondition{progressing, quota}, WorkloadError, metav1.ConditionFalse, "FailedCreate"},
+		{"progress deadline", []appsv1.DeploymentCondition{deadline}, WorkloadError, metav1.ConditionFalse, "ProgressDeadlineExceeded"},
+		{"quota wins over the deadline it causes", []appsv1.DeploymentCondition{deadline, quota}, WorkloadError, metav1.ConditionFalse, "FailedCreate"},
+		{"healthy", []appsv1.DeploymentCondition{progressing}, Running, metav1.ConditionTrue, "AllReplicasReady"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			d := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: "echo", Generation: 1},
+				Spec:   appsv1.DeploymentSpec{Replicas: ptr(int32(2))},
+				Status: appsv1.DeploymentStatus{ObservedGeneration: 1, Replicas: 2, ReadyReplicas: 2, UpdatedReplicas: 2, AvailableReplicas: 2, Conditions: tt.conds}}
+			in := input()
+			in.Workload = WorkloadFromDeployment(d)
+			got := Compute(in).Status
+			if got.Status != tt.status {
+				t.Errorf("status = %s, want %s", got.Status, tt.status)
+			}
+			checkCond(t, got.Conditions, condIs(ConditionWorkloadReady, tt.ready, tt.reason))
+		})
+	}
+}

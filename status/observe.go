@@ -64,7 +64,13 @@ func (o *observation) workloadIssue() *issue {
 	if len(o.in.MissingSecrets) > 0 {
 		return &issue{ConfigError, "SecretNotFound", o.missingSecretsMessage()}
 	}
-	return o.pods.worst
+	if o.pods.worst != nil {
+		return o.pods.worst
+	}
+	if w := o.in.Workload; w != nil && w.Failure != nil {
+		return &issue{WorkloadError, w.Failure.Reason, w.Kind + " " + w.Name + ": " + w.Failure.Message}
+	}
+	return nil
 }
 
 // since is when the previous status's condition of type t turned False,

@@ -115,6 +115,14 @@ type Workload struct {
 	DesiredReplicas *int32
 	// From .status.
 	Replicas, ReadyReplicas, UpdatedReplicas, AvailableReplicas int32
+	// Failure is what the workload's controller reports it cannot do
+	// (a rollout past its deadline, pods it may not create), if anything.
+	Failure *WorkloadFailure
+}
+
+// WorkloadFailure is a failing condition of the workload itself.
+type WorkloadFailure struct {
+	Reason, Message string
 }
 
 // Transport is the outcome of the queue operation of this hook call.

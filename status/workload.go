@@ -2,6 +2,7 @@ package status
 
 import (
 	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
 
 	"github.com/asya-sh/asya-sync/api/v1alpha1"
 )
@@ -21,7 +22,25 @@ func WorkloadFromDeployment(d *appsv1.Deployment) *Workload {
 		ReadyReplicas:      d.Status.ReadyReplicas,
 		UpdatedReplicas:    d.Status.UpdatedReplicas,
 		AvailableReplicas:  d.Status.AvailableReplicas,
+		Failure:            deploymentFailure(d.Status.Conditions),
 	}
+}
+
+// deploymentFailure reads the Deployment controller's own verdicts: pods it
+// may not create (quota, admission) and a rollout past its deadline. Pod
+// problems, when there are any, are reported before these: they say why.
+func deploymentFailure(conds []appsv1.DeploymentCondition) *WorkloadFailure {
+	for _, c := range conds {
+		if c.Type == appsv1.DeploymentReplicaFailure && c.Status == corev1.ConditionTrue {
+			return &WorkloadFailure{Reason: c.Reason, Message: c.Message}
+		}
+	}
+	for _, c := range conds {
+		if c.Type == appsv1.DeploymentProgressing && c.Status == corev1.ConditionFalse && c.Reason == "ProgressDeadlineExceeded" {
+			return &WorkloadFailure{Reason: c.Reason, Message: c.Message}
+		}
+	}
+	return nil
 }
 
 // WorkloadFromStatefulSet takes what the status needs of a StatefulSet.
