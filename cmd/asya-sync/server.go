@@ -122,6 +122,11 @@ func (s *server) handleSync(ctx context.Context, body []byte) (outcome, error) {
 	if err != nil {
 		return outcome{}, badRequest{err}
 	}
+	if req.Finalizing {
+		// A CompositeController without a finalize hook sends deletions
+		// to sync; they get the same teardown.
+		return s.finalizeRequest(ctx, req)
+	}
 	resp, err := s.sync.Sync(ctx, req)
 	return responseOutcome(req, resp, err)
 }
@@ -131,6 +136,10 @@ func (s *server) handleFinalize(ctx context.Context, body []byte) (outcome, erro
 	if err != nil {
 		return outcome{}, badRequest{err}
 	}
+	return s.finalizeRequest(ctx, req)
+}
+
+func (s *server) finalizeRequest(ctx context.Context, req *hook.Request) (outcome, error) {
 	resp, err := s.finalize.Finalize(ctx, req)
 	out, err := responseOutcome(req, resp, err)
 	if err == nil && resp.Finalized {

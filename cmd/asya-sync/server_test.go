@@ -152,3 +152,14 @@ func post(t *testing.T, url, body string) (int, map[string]any) {
 type noBrokers struct{}
 
 func (noBrokers) Get(string) (transport.Transport, bool) { return nil, false }
+
+func TestSyncWhileFinalizingTearsDown(t *testing.T) {
+	ts := newTestServer(t, 1<<20)
+	deleting := strings.Replace(actorJSON, `"namespace":"ml"`, `"namespace":"ml","deletionTimestamp":"2026-01-01T00:00:00Z"`, 1)
+	// An unknown transport has no queue to delete: finalized at once.
+	deleting = strings.Replace(deleting, `"transport":"rabbitmq"`, `"transport":"gone"`, 1)
+	code, body := post(t, ts.URL+"/sync", `{"parent":`+deleting+`,"children":{},"finalizing":true}`)
+	if code != http.StatusOK || body["finalized"] != true || len(body["children"].([]any)) != 0 {
+		t.Errorf("got %d %v, want 200, finalized and no children", code, body)
+	}
+}
