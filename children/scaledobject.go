@@ -102,7 +102,7 @@ func hpaBehavior() *autoscalingv2.HorizontalPodAutoscalerBehavior {
 // trigger is the queue-length trigger for the actor's transport; false for a
 // transport of no known type.
 func (in Input) trigger() (kedav1alpha1.ScaleTriggers, bool) {
-	queue := queueName(in.Actor.Name)
+	queue := v1alpha1.QueueName(in.Actor.Name)
 	target := strconv.Itoa(int(in.Actor.Spec.Scaling.QueueLength))
 	t := kedav1alpha1.ScaleTriggers{Name: TriggerName}
 	switch {
@@ -120,10 +120,6 @@ func (in Input) trigger() (kedav1alpha1.ScaleTriggers, bool) {
 	}
 	return t, true
 }
-
-// queueName is the actor's queue, as transport.QueueName names it. It is
-// repeated here so that the builders do not depend on the broker clients.
-func queueName(actor string) string { return "asya-" + actor }
 
 func rabbitMQMetadata(r *config.RabbitMQ, queue, target string) map[string]string {
 	m := map[string]string{

@@ -65,24 +65,16 @@ func (h *Handler) deleteQueue(ctx context.Context, actor *v1alpha1.AsyncActor) s
 	if !ok || !t.Enabled {
 		return gone
 	}
-	broker, ok := h.Transports.Get(t.Name)
-	if !ok {
-		return status.Transport{Reason: transport.ReasonBrokerUnavailable,
-			Message: fmt.Sprintf("transport %q has no open broker connection", t.Name)}
+	broker, missing := transport.Find(h.Transports, t.Name)
+	if missing != nil {
+		return status.Transport{Reason: missing.Reason, Message: missing.Message}
 	}
-	ctx, cancel := context.WithTimeout(ctx, h.queueTimeout())
+	ctx, cancel := transport.WithTimeout(ctx, h.QueueTimeout)
 	defer cancel()
-	q := transport.Queue{Actor: actor.Name, Namespace: actor.Namespace, ProcessingTimeout: actor.Spec.Timeout.Processing}
+	q := transport.QueueOf(actor)
 	if err := broker.Delete(ctx, q); err != nil {
 		te := transport.AsError(err)
 		return status.Transport{Reason: te.Reason, Message: "deleting queue " + q.Name() + ": " + te.Error()}
 	}
 	return gone
-}
-
-func (h *Handler) queueTimeout() time.Duration {
-	if h.QueueTimeout > 0 {
-		return h.QueueTimeout
-	}
-	return transport.DefaultTimeout
 }

@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/asya-sh/asya-sync/api/hook"
+	"github.com/asya-sh/asya-sync/api/v1alpha1"
 	"github.com/asya-sh/asya-sync/config"
 	_ "github.com/asya-sh/asya-sync/internal/golden" // accepts -update like every test package
 	"github.com/asya-sh/asya-sync/internal/testenv"
@@ -74,7 +75,7 @@ func TestFinalizeDeletesQueueWithMessagesAndIsIdempotent(t *testing.T) {
 	conn := testenv.Rabbit(t)
 	h := handler(t, 5672)
 	actor := testenv.UniqueName("fin")
-	declare(t, conn, transport.QueueName(actor), 3)
+	declare(t, conn, v1alpha1.QueueName(actor), 3)
 	for i := 0; i < 2; i++ {
 		resp, err := h.Finalize(context.Background(), request(t, actor, "mq", nil, nil))
 		if err != nil {
@@ -84,7 +85,7 @@ func TestFinalizeDeletesQueueWithMessagesAndIsIdempotent(t *testing.T) {
 			t.Fatalf("call %d: finalized=%v children=%v status=%q, want finalized, no children, Terminating", i+1, resp.Finalized, resp.Children, resp.Status.Status)
 		}
 	}
-	if testenv.QueueExists(t, conn, transport.QueueName(actor)) {
+	if testenv.QueueExists(t, conn, v1alpha1.QueueName(actor)) {
 		t.Error("queue still exists after finalize")
 	}
 }
@@ -108,14 +109,14 @@ func TestFinalizeRetainKeepsQueue(t *testing.T) {
 	conn := testenv.Rabbit(t)
 	h := handler(t, 5672)
 	actor := testenv.UniqueName("keep")
-	declare(t, conn, transport.QueueName(actor), 1)
-	t.Cleanup(func() { testenv.DeleteQueue(conn, transport.QueueName(actor)) })
+	declare(t, conn, v1alpha1.QueueName(actor), 1)
+	t.Cleanup(func() { testenv.DeleteQueue(conn, v1alpha1.QueueName(actor)) })
 	resp, err := h.Finalize(context.Background(), request(t, actor, "mq", map[string]string{AnnotationQueueDeletionPolicy: PolicyRetain}, nil))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !resp.Finalized || !testenv.QueueExists(t, conn, transport.QueueName(actor)) {
-		t.Errorf("finalized=%v queue kept=%v, want both", resp.Finalized, testenv.QueueExists(t, conn, transport.QueueName(actor)))
+	if !resp.Finalized || !testenv.QueueExists(t, conn, v1alpha1.QueueName(actor)) {
+		t.Errorf("finalized=%v queue kept=%v, want both", resp.Finalized, testenv.QueueExists(t, conn, v1alpha1.QueueName(actor)))
 	}
 }
 
@@ -138,7 +139,7 @@ func TestFinalizeBrokerDownThenBack(t *testing.T) {
 	proxy := newProxy(t, "127.0.0.1:5672")
 	h := handler(t, proxy.port())
 	actor := testenv.UniqueName("down")
-	declare(t, conn, transport.QueueName(actor), 1)
+	declare(t, conn, v1alpha1.QueueName(actor), 1)
 
 	proxy.stop()
 	resp, err := h.Finalize(context.Background(), request(t, actor, "mq", nil, nil))
@@ -149,7 +150,7 @@ func TestFinalizeBrokerDownThenBack(t *testing.T) {
 	if resp.Finalized || resp.ResyncAfterSeconds <= 0 || cond == nil || cond.Reason != transport.ReasonBrokerUnavailable {
 		t.Fatalf("broker down: finalized=%v resync=%v condition=%+v, want not finalized, a resync and BrokerUnavailable", resp.Finalized, resp.ResyncAfterSeconds, cond)
 	}
-	if !testenv.QueueExists(t, conn, transport.QueueName(actor)) {
+	if !testenv.QueueExists(t, conn, v1alpha1.QueueName(actor)) {
 		t.Fatal("queue vanished while the broker was unreachable")
 	}
 
@@ -161,8 +162,8 @@ func TestFinalizeBrokerDownThenBack(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if !resp.Finalized || testenv.QueueExists(t, conn, transport.QueueName(actor)) {
-		t.Errorf("after the broker came back: finalized=%v, queue exists=%v", resp.Finalized, testenv.QueueExists(t, conn, transport.QueueName(actor)))
+	if !resp.Finalized || testenv.QueueExists(t, conn, v1alpha1.QueueName(actor)) {
+		t.Errorf("after the broker came back: finalized=%v, queue exists=%v", resp.Finalized, testenv.QueueExists(t, conn, v1alpha1.QueueName(actor)))
 	}
 }
 

@@ -91,14 +91,13 @@ func (h *Handler) ensureQueue(ctx context.Context, p *plan) (status.Transport, t
 	if h.Transports == nil {
 		return status.Transport{Ready: true}, 0
 	}
-	broker, ok := h.Transports.Get(p.config.Name)
-	if !ok {
-		return status.Transport{Reason: transport.ReasonBrokerUnavailable, Message: fmt.Sprintf(
-			"transport %q has no open broker connection", p.config.Name)}, 0
+	broker, missing := transport.Find(h.Transports, p.config.Name)
+	if missing != nil {
+		return status.Transport{Reason: missing.Reason, Message: missing.Message}, 0
 	}
-	ctx, cancel := context.WithTimeout(ctx, h.queueTimeout())
+	ctx, cancel := transport.WithTimeout(ctx, h.QueueTimeout)
 	defer cancel()
-	q := transport.Queue{Actor: p.actor.Name, Namespace: p.actor.Namespace, ProcessingTimeout: p.actor.Spec.Timeout.Processing}
+	q := transport.QueueOf(p.actor)
 	if err := broker.Ensure(ctx, q); err != nil {
 		te := transport.AsError(err)
 		return status.Transport{Reason: te.Reason, Message: te.Error()}, te.RetryAfter
@@ -108,11 +107,4 @@ func (h *Handler) ensureQueue(ctx context.Context, p *plan) (status.Transport, t
 		state.Queued, state.Processing = counts.Queued, counts.Processing
 	}
 	return state, 0
-}
-
-func (h *Handler) queueTimeout() time.Duration {
-	if h.QueueTimeout > 0 {
-		return h.QueueTimeout
-	}
-	return transport.DefaultTimeout
 }

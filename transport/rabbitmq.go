@@ -12,6 +12,7 @@ import (
 
 	amqp "github.com/rabbitmq/amqp091-go"
 
+	"github.com/asya-sh/asya-sync/api/v1alpha1"
 	"github.com/asya-sh/asya-sync/config"
 )
 
@@ -43,7 +44,7 @@ func NewRabbitMQ(name string, cfg config.RabbitMQ, httpClient *http.Client) *Rab
 // ConnectionName is how the broker lists this transport's connection.
 func (r *RabbitMQ) ConnectionName() string { return "asya-sync/" + r.name }
 
-func dlqName(actor string) string { return QueueName(actor) + "-dlq" }
+func dlqName(actor string) string { return v1alpha1.QueueName(actor) + "-dlq" }
 
 // Ensure declares the exchange, the dead-letter queue, the queue and its
 // binding; with autoCreate off it only checks that the queue exists.
@@ -62,7 +63,7 @@ func (r *RabbitMQ) Ensure(ctx context.Context, q Queue) error {
 }
 
 func (r *RabbitMQ) declare(ch *amqp.Channel, actor string) error {
-	queue, exchange := QueueName(actor), r.cfg.Exchange
+	queue, exchange := v1alpha1.QueueName(actor), r.cfg.Exchange
 	if exchange != "" {
 		if err := ch.ExchangeDeclare(exchange, amqp.ExchangeTopic, true, false, false, false, nil); err != nil {
 			return &amqpStepError{kind: "exchange", name: exchange, err: err}

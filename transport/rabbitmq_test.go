@@ -12,6 +12,7 @@ import (
 
 	amqp "github.com/rabbitmq/amqp091-go"
 
+	"github.com/asya-sh/asya-sync/api/v1alpha1"
 	"github.com/asya-sh/asya-sync/config"
 )
 
@@ -35,7 +36,7 @@ func TestRabbitMQEnsureDeclaresDurableQueueBoundToActorName(t *testing.T) {
 		AutoDelete bool           `json:"auto_delete"`
 		Arguments  map[string]any `json:"arguments"`
 	}
-	management(t, "/api/queues/%2F/"+QueueName(actor), &info)
+	management(t, "/api/queues/%2F/"+v1alpha1.QueueName(actor), &info)
 	if !info.Durable || info.AutoDelete || len(info.Arguments) != 0 {
 		t.Errorf("queue durable=%v auto_delete=%v arguments=%v, want durable, not auto-delete, no arguments",
 			info.Durable, info.AutoDelete, info.Arguments)
@@ -51,8 +52,8 @@ func TestRabbitMQEnsureDeclaresDurableQueueBoundToActorName(t *testing.T) {
 		t.Fatal(err)
 	}
 	var got amqp.Delivery
-	eventually(t, 5*time.Second, "message routed to "+QueueName(actor), func() bool {
-		msg, ok, err := ch.Get(QueueName(actor), true)
+	eventually(t, 5*time.Second, "message routed to "+v1alpha1.QueueName(actor), func() bool {
+		msg, ok, err := ch.Get(v1alpha1.QueueName(actor), true)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -79,10 +80,10 @@ func TestRabbitMQDeadLettersRejectedMessages(t *testing.T) {
 		t.Fatal(err)
 	}
 	var msg amqp.Delivery
-	eventually(t, 5*time.Second, "message in "+QueueName(actor), func() bool {
+	eventually(t, 5*time.Second, "message in "+v1alpha1.QueueName(actor), func() bool {
 		var ok bool
 		var err error
-		msg, ok, err = ch.Get(QueueName(actor), false)
+		msg, ok, err = ch.Get(v1alpha1.QueueName(actor), false)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -128,16 +129,16 @@ func TestRabbitMQConflictingQueueIsReportedAndKept(t *testing.T) {
 			cleanupRabbitQueues(t, actor)
 			ctx := testContext(t)
 			ch := amqpChannel(t)
-			if _, err := ch.QueueDeclare(QueueName(actor), tt.durable, false, false, false, tt.args); err != nil {
+			if _, err := ch.QueueDeclare(v1alpha1.QueueName(actor), tt.durable, false, false, false, tt.args); err != nil {
 				t.Fatal(err)
 			}
 			for i := range 3 {
 				msg := amqp.Publishing{Body: []byte(fmt.Sprint(i))}
-				if err := ch.PublishWithContext(ctx, "", QueueName(actor), true, false, msg); err != nil {
+				if err := ch.PublishWithContext(ctx, "", v1alpha1.QueueName(actor), true, false, msg); err != nil {
 					t.Fatal(err)
 				}
 			}
-			eventually(t, 5*time.Second, "3 messages queued", func() bool { n, _ := queueExists(t, QueueName(actor)); return n == 3 })
+			eventually(t, 5*time.Second, "3 messages queued", func() bool { n, _ := queueExists(t, v1alpha1.QueueName(actor)); return n == 3 })
 
 			te := wantReason(t, r.Ensure(ctx, Queue{Actor: actor}), ReasonQueueConflict)
 			t.Log(te)
@@ -146,7 +147,7 @@ func TestRabbitMQConflictingQueueIsReportedAndKept(t *testing.T) {
 					t.Errorf("message %q does not mention %q", te.Error(), want)
 				}
 			}
-			if n, exists := queueExists(t, QueueName(actor)); !exists || n != 3 {
+			if n, exists := queueExists(t, v1alpha1.QueueName(actor)); !exists || n != 3 {
 				t.Errorf("after Ensure: exists=%v messages=%d, want the queue kept with its 3 messages", exists, n)
 			}
 		})
@@ -165,11 +166,11 @@ func TestRabbitMQAutoCreateOff(t *testing.T) {
 	if !strings.Contains(te.Message, "autoCreate is off") {
 		t.Errorf("message %q does not say why", te.Message)
 	}
-	if _, exists := queueExists(t, QueueName(actor)); exists {
-		t.Fatalf("%s was created with autoCreate off", QueueName(actor))
+	if _, exists := queueExists(t, v1alpha1.QueueName(actor)); exists {
+		t.Fatalf("%s was created with autoCreate off", v1alpha1.QueueName(actor))
 	}
 
-	if _, err := amqpChannel(t).QueueDeclare(QueueName(actor), true, false, false, false, nil); err != nil {
+	if _, err := amqpChannel(t).QueueDeclare(v1alpha1.QueueName(actor), true, false, false, false, nil); err != nil {
 		t.Fatal(err)
 	}
 	if err := r.Ensure(ctx, Queue{Actor: actor}); err != nil {
@@ -236,8 +237,8 @@ func TestRabbitMQCounts(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			eventually(t, 5*time.Second, "3 messages queued", func() bool { n, _ := queueExists(t, QueueName(actor)); return n == 3 })
-			if _, ok, err := ch.Get(QueueName(actor), false); !ok || err != nil { // one in flight, unacknowledged
+			eventually(t, 5*time.Second, "3 messages queued", func() bool { n, _ := queueExists(t, v1alpha1.QueueName(actor)); return n == 3 })
+			if _, ok, err := ch.Get(v1alpha1.QueueName(actor), false); !ok || err != nil { // one in flight, unacknowledged
 				t.Fatalf("get: ok=%v err=%v", ok, err)
 			}
 			// The management API publishes statistics every few seconds.
@@ -280,7 +281,7 @@ func TestRabbitMQDeleteIsIdempotent(t *testing.T) {
 			t.Fatalf("Delete #%d: %v", i+1, err)
 		}
 	}
-	for _, queue := range []string{QueueName(actor), dlqName(actor)} {
+	for _, queue := range []string{v1alpha1.QueueName(actor), dlqName(actor)} {
 		if _, exists := queueExists(t, queue); exists {
 			t.Errorf("%s still exists", queue)
 		}
@@ -353,7 +354,7 @@ func TestRabbitMQParallelEnsuresShareOneConnection(t *testing.T) {
 	created, dlqs := 0, 0
 	for _, q := range queues {
 		switch {
-		case !strings.HasPrefix(q.Name, QueueName(prefix)):
+		case !strings.HasPrefix(q.Name, v1alpha1.QueueName(prefix)):
 		case strings.HasSuffix(q.Name, "-dlq"):
 			dlqs++
 		default:

@@ -18,6 +18,7 @@ import (
 
 	amqp "github.com/rabbitmq/amqp091-go"
 
+	"github.com/asya-sh/asya-sync/api/v1alpha1"
 	"github.com/asya-sh/asya-sync/config"
 	_ "github.com/asya-sh/asya-sync/internal/golden" // accepts -update like every test package
 )
@@ -193,7 +194,7 @@ func cleanupRabbitQueues(t *testing.T, actors ...string) {
 			return
 		}
 		for _, actor := range actors {
-			ch.QueueDelete(QueueName(actor), false, false, false)
+			ch.QueueDelete(v1alpha1.QueueName(actor), false, false, false)
 			ch.QueueDelete(dlqName(actor), false, false, false)
 		}
 	})

@@ -14,6 +14,7 @@ import (
 	"github.com/aws/smithy-go"
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/asya-sh/asya-sync/api/v1alpha1"
 	"github.com/asya-sh/asya-sync/config"
 	"github.com/asya-sh/asya-sync/internal/testenv"
 )
@@ -167,16 +168,16 @@ func TestSQSEnsureUpdatesAttributesInPlace(t *testing.T) {
 	if err := s.Ensure(ctx, Queue{Actor: actor, Namespace: "a", ProcessingTimeout: 30}); err != nil {
 		t.Fatal(err)
 	}
-	sendSQS(t, s, QueueName(actor), "kept")
+	sendSQS(t, s, v1alpha1.QueueName(actor), "kept")
 
 	if err := s.Ensure(ctx, Queue{Actor: actor, Namespace: "b", ProcessingTimeout: 120}); err != nil {
 		t.Fatalf("Ensure with a new processing timeout: %v", err)
 	}
-	attrs := sqsAttributes(t, s, QueueName(actor))
+	attrs := sqsAttributes(t, s, v1alpha1.QueueName(actor))
 	if attrs[attrVisibilityTimeout] != "240" {
 		t.Errorf("VisibilityTimeout = %s, want 240", attrs[attrVisibilityTimeout])
 	}
-	if tags := sqsTags(t, s, QueueName(actor)); tags[TagNamespace] != "b" {
+	if tags := sqsTags(t, s, v1alpha1.QueueName(actor)); tags[TagNamespace] != "b" {
 		t.Errorf("namespace tag = %q, want b", tags[TagNamespace])
 	}
 	if attrs[attrReady] != "1" {
@@ -188,13 +189,13 @@ func TestSQSEnsureUpdatesAttributesInPlace(t *testing.T) {
 	if err := withDLQ.Ensure(ctx, Queue{Actor: actor, Namespace: "b", ProcessingTimeout: 120}); err != nil {
 		t.Fatal(err)
 	}
-	if attrs := sqsAttributes(t, s, QueueName(actor)); !strings.Contains(attrs[attrRedrivePolicy], dlqName(actor)) {
+	if attrs := sqsAttributes(t, s, v1alpha1.QueueName(actor)); !strings.Contains(attrs[attrRedrivePolicy], dlqName(actor)) {
 		t.Errorf("RedrivePolicy = %q after turning the DLQ on", attrs[attrRedrivePolicy])
 	}
 	if err := s.Ensure(ctx, Queue{Actor: actor, Namespace: "b", ProcessingTimeout: 120}); err != nil {
 		t.Fatal(err)
 	}
-	if attrs := sqsAttributes(t, s, QueueName(actor)); attrs[attrRedrivePolicy] != "" || attrs[attrReady] != "1" {
+	if attrs := sqsAttributes(t, s, v1alpha1.QueueName(actor)); attrs[attrRedrivePolicy] != "" || attrs[attrReady] != "1" {
 		t.Errorf("after turning the DLQ off: RedrivePolicy = %q, messages = %s", attrs[attrRedrivePolicy], attrs[attrReady])
 	}
 }

@@ -10,10 +10,9 @@ import (
 	"errors"
 	"fmt"
 	"time"
-)
 
-// QueueName is the queue of an actor: the sidecar's convention.
-func QueueName(actor string) string { return "asya-" + actor }
+	"github.com/asya-sh/asya-sync/api/v1alpha1"
+)
 
 // Queue says which queue to act on, and with what settings.
 type Queue struct {
@@ -27,7 +26,12 @@ type Queue struct {
 }
 
 // Name is the queue's name on the broker.
-func (q Queue) Name() string { return QueueName(q.Actor) }
+func (q Queue) Name() string { return v1alpha1.QueueName(q.Actor) }
+
+// QueueOf is the queue of an actor, with the settings that shape it.
+func QueueOf(actor *v1alpha1.AsyncActor) Queue {
+	return Queue{Actor: actor.Name, Namespace: actor.Namespace, ProcessingTimeout: actor.Spec.Timeout.Processing}
+}
 
 // Counts are message counts of a queue; nil means unknown.
 type Counts struct {
@@ -97,4 +101,22 @@ const DefaultTimeout = 5 * time.Second
 // Lookup finds the broker of a configured transport by name.
 type Lookup interface {
 	Get(name string) (Transport, bool)
+}
+
+// Find returns the broker of the named transport, or a BrokerUnavailable
+// error when none is open for it.
+func Find(l Lookup, name string) (Transport, *Error) {
+	if broker, ok := l.Get(name); ok {
+		return broker, nil
+	}
+	return nil, &Error{Reason: ReasonBrokerUnavailable, Message: fmt.Sprintf("transport %q has no open broker connection", name)}
+}
+
+// WithTimeout bounds the broker calls of one hook call by d, or by
+// DefaultTimeout when d is not positive.
+func WithTimeout(ctx context.Context, d time.Duration) (context.Context, context.CancelFunc) {
+	if d <= 0 {
+		d = DefaultTimeout
+	}
+	return context.WithTimeout(ctx, d)
 }

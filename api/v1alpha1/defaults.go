@@ -52,3 +52,7 @@ func orDefault[T int32 | int64](v *T, def T) *T {
 	}
 	return &def
 }
+
+// QueueName is the actor's queue on its transport: the sidecar's
+// convention, so actor names are global per transport.
+func QueueName(actor string) string { return "asya-" + actor }
