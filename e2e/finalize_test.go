@@ -4,7 +4,6 @@ package e2e
 
 import (
 	"context"
-	"errors"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -12,51 +11,9 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
-	amqp "github.com/rabbitmq/amqp091-go"
+
+	"github.com/asya-sh/asya-sync/internal/testenv"
 )
-
-// rabbitQueueExists asks the broker with a passive declare.
-func rabbitQueueExists(t *testing.T, queue string) bool {
-	t.Helper()
-	conn, err := amqp.DialConfig("amqp://guest:guest@127.0.0.1:5672/", amqp.Config{Dial: amqp.DefaultDial(5 * time.Second)})
-	if err != nil {
-		t.Fatalf("RabbitMQ: %v", err)
-	}
-	defer conn.Close()
-	ch, err := conn.Channel()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ch.Close()
-	_, err = ch.QueueDeclarePassive(queue, true, false, false, false, nil)
-	var ae *amqp.Error
-	switch {
-	case err == nil:
-		return true
-	case errors.As(err, &ae) && ae.Code == amqp.NotFound:
-		return false
-	default:
-		t.Fatalf("passive declare %s: %v", queue, err)
-		return false
-	}
-}
-
-func rabbitDeleteQueue(t *testing.T, queue string) {
-	t.Helper()
-	conn, err := amqp.Dial("amqp://guest:guest@127.0.0.1:5672/")
-	if err != nil {
-		t.Fatalf("RabbitMQ: %v", err)
-	}
-	defer conn.Close()
-	ch, err := conn.Channel()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ch.Close()
-	if _, err := ch.QueueDelete(queue, false, false, false); err != nil {
-		t.Errorf("delete %s: %v", queue, err)
-	}
-}
 
 func sqsClient() *sqs.Client {
 	return sqs.New(sqs.Options{
@@ -129,19 +86,20 @@ func TestFinalizeRemovesQueue(t *testing.T) {
 		if !env.rabbit {
 			t.Skip("RabbitMQ not listening on 127.0.0.1:5672")
 		}
+		rabbit := testenv.Rabbit(t)
 		a := loadActor(t, filepath.Join(env.root, "e2e", "testdata", "actors", "manual.yaml"), ns)
 		mapAt(a, "metadata")["name"] = "doomed"
 		mapAt(a, "spec")["transport"] = "rabbitmq"
 		mapAt(a, "spec")["scaling"] = obj{"enabled": true}
 		createActor(t, ctx, a)
-		if !rabbitQueueExists(t, "asya-doomed") {
+		if !testenv.QueueExists(t, rabbit, "asya-doomed") {
 			t.Fatalf("queue asya-doomed not created; status %s", mustJSON(getActor(t, ctx, ns, "doomed")["status"]))
 		}
 		if n := len(childrenOf(t, ctx, ns, "doomed")); n != 4 {
 			t.Errorf("%d children before delete, want 4", n)
 		}
 		passes := deleteAndFinalize(t, ctx, ns, "doomed")
-		if rabbitQueueExists(t, "asya-doomed") {
+		if testenv.QueueExists(t, rabbit, "asya-doomed") {
 			t.Errorf("queue asya-doomed still exists after finalize")
 		}
 		deleted := 0
@@ -157,16 +115,17 @@ func TestFinalizeRemovesQueue(t *testing.T) {
 		if !env.rabbit {
 			t.Skip("RabbitMQ not listening on 127.0.0.1:5672")
 		}
+		rabbit := testenv.Rabbit(t)
 		a := loadActor(t, filepath.Join(env.root, "e2e", "testdata", "actors", "manual.yaml"), ns)
 		mapAt(a, "metadata")["name"] = "kept"
 		mapAt(a, "metadata")["annotations"] = obj{"asya.sh/queue-deletion-policy": "Retain"}
 		mapAt(a, "spec")["transport"] = "rabbitmq"
 		createActor(t, ctx, a)
 		deleteAndFinalize(t, ctx, ns, "kept")
-		if !rabbitQueueExists(t, "asya-kept") {
+		if !testenv.QueueExists(t, rabbit, "asya-kept") {
 			t.Errorf("queue asya-kept deleted despite Retain")
 		}
-		rabbitDeleteQueue(t, "asya-kept")
+		testenv.DeleteQueue(t, rabbit, "asya-kept")
 	})
 
 	t.Run("sqs", func(t *testing.T) {

@@ -110,7 +110,7 @@ func TestFinalizeRetainKeepsQueue(t *testing.T) {
 	h := handler(t, 5672)
 	actor := testenv.UniqueName("keep")
 	declare(t, conn, v1alpha1.QueueName(actor), 1)
-	t.Cleanup(func() { testenv.DeleteQueue(conn, v1alpha1.QueueName(actor)) })
+	t.Cleanup(func() { testenv.DeleteQueue(t, conn, v1alpha1.QueueName(actor)) })
 	resp, err := h.Finalize(context.Background(), request(t, actor, "mq", map[string]string{AnnotationQueueDeletionPolicy: PolicyRetain}, nil))
 	if err != nil {
 		t.Fatal(err)

@@ -46,7 +46,7 @@ func TestSyncEnsuresQueueOnRealBroker(t *testing.T) {
 	conn := testenv.Rabbit(t)
 	h := rabbitHandler(t, 5672)
 	actor := testenv.UniqueName("sync")
-	t.Cleanup(func() { testenv.DeleteQueue(conn, v1alpha1.QueueName(actor)) })
+	t.Cleanup(func() { testenv.DeleteQueue(t, conn, v1alpha1.QueueName(actor)) })
 	req := actorRequest(t, actor)
 
 	resp, err := h.Sync(context.Background(), req)
@@ -91,7 +91,7 @@ func TestParallelSyncsCreateOneQueueEach(t *testing.T) {
 	errs := make(chan error, actors)
 	for i := 0; i < actors; i++ {
 		name := fmt.Sprintf("%s-%03d", prefix, i)
-		t.Cleanup(func() { testenv.DeleteQueue(conn, v1alpha1.QueueName(name)) })
+		t.Cleanup(func() { testenv.DeleteQueue(t, conn, v1alpha1.QueueName(name)) })
 		req := actorRequest(t, name)
 		go func() {
 			resp, err := h.Sync(context.Background(), req)

@@ -4,6 +4,7 @@
 package testenv
 
 import (
+	"errors"
 	"fmt"
 	"net"
 	"os"
@@ -41,7 +42,8 @@ func Rabbit(t testing.TB) *amqp.Connection {
 	return conn
 }
 
-// QueueExists reports whether the queue is declared on the broker.
+// QueueExists reports whether the queue is declared on the broker; any
+// answer but "not found" fails the test.
 func QueueExists(t testing.TB, conn *amqp.Connection, queue string) bool {
 	t.Helper()
 	ch, err := conn.Channel()
@@ -50,14 +52,28 @@ func QueueExists(t testing.TB, conn *amqp.Connection, queue string) bool {
 	}
 	defer ch.Close()
 	_, err = ch.QueueDeclarePassive(queue, true, false, false, false, nil)
-	return err == nil
+	var ae *amqp.Error
+	switch {
+	case err == nil:
+		return true
+	case errors.As(err, &ae) && ae.Code == amqp.NotFound:
+		return false
+	}
+	t.Fatalf("passive declare %s: %v", queue, err)
+	return false
 }
 
 // DeleteQueue removes a queue a test left behind.
-func DeleteQueue(conn *amqp.Connection, queue string) {
-	if ch, err := conn.Channel(); err == nil {
-		ch.QueueDelete(queue, false, false, false)
-		ch.Close()
+func DeleteQueue(t testing.TB, conn *amqp.Connection, queue string) {
+	t.Helper()
+	ch, err := conn.Channel()
+	if err != nil {
+		t.Errorf("delete %s: %v", queue, err)
+		return
+	}
+	defer ch.Close()
+	if _, err := ch.QueueDelete(queue, false, false, false); err != nil {
+		t.Errorf("delete %s: %v", queue, err)
 	}
 }
 
