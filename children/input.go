@@ -25,6 +25,11 @@ type Input struct {
 	// NoKEDA is set when the cluster has no KEDA: the workload then keeps
 	// spec.workload.replicas and no ScaledObject is built.
 	NoKEDA bool
+	// Standby is set when another actor of the same name owns the queue:
+	// the workload runs no replicas and KEDA is not asked to scale it, so
+	// the actor consumes nothing, yet everything else is built and the
+	// actor takes over as soon as it owns the queue.
+	Standby bool
 }
 
 // Label keys and values shared by all children.

@@ -23,7 +23,7 @@ const AnnotationRuntimeHash = "asya.sh/runtime-hash"
 
 // ScalingActive reports whether KEDA owns the replica count.
 func (in Input) ScalingActive() bool {
-	return in.Actor.Spec.Scaling.Enabled && !in.NoKEDA
+	return in.Actor.Spec.Scaling.Enabled && !in.NoKEDA && !in.Standby
 }
 
 // Workload returns the actor's Deployment or StatefulSet.
@@ -65,7 +65,10 @@ func StatefulSet(in Input) *appsv1.StatefulSet {
 
 // replicas is omitted when KEDA's HPA owns the count.
 func (in Input) replicas() *int32 {
-	if in.ScalingActive() {
+	switch {
+	case in.Standby:
+		return ptr.To(int32(0))
+	case in.ScalingActive():
 		return nil
 	}
 	return ptr.To(*in.Actor.Spec.Workload.Replicas)

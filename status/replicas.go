@@ -74,6 +74,9 @@ func (o *observation) lastScale(ready int32) (*metav1.Time, string) {
 // workload between zero and its first replicas by writing the workload's
 // replicas, so then the workload's spec.replicas is what is wanted.
 func (o *observation) desiredReplicas() *int32 {
+	if o.in.Standby {
+		return ptr(int32(0))
+	}
 	if !o.in.ScalingEnabled {
 		return copyPtr(o.spec.Workload.Replicas)
 	}

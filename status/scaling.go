@@ -30,6 +30,9 @@ func (o *observation) scalingState() scalingState {
 		return failedScaling("KEDANotInstalled", fmt.Sprintf(
 			"KEDA is not installed: the cluster has no ScaledObject resource (keda.sh/v1alpha1), so %s %s runs with spec.workload.replicas (%d)",
 			o.workloadKind(), o.workloadName(), *o.spec.Workload.Replicas))
+	case o.in.Standby:
+		return scalingState{condition: condition{metav1.ConditionFalse, o.in.Transport.Reason,
+			"KEDA does not scale an actor that does not own its queue"}}
 	case !o.in.ScalingEnabled:
 		return failedScaling("ScalingNotApplied", "spec.scaling.enabled is true but no ScaledObject is applied")
 	case o.in.ScaledObject == nil && o.blocked():

@@ -87,6 +87,10 @@ type Input struct {
 	// KEDAMissing: scaling is on but the cluster has no ScaledObject
 	// resource.
 	KEDAMissing bool
+	// Standby: another actor of the same name owns the queue, so this
+	// one is built with no replicas and no ScaledObject (Transport says
+	// who the owner is).
+	Standby bool
 	// ScaledObject is the observed child; nil if none.
 	ScaledObject *kedav1alpha1.ScaledObject
 	// HPA is KEDA's keda-hpa-<name>; nil if none.

@@ -2,12 +2,17 @@ package sync
 
 import (
 	"github.com/asya-sh/asya-sync/api/hook"
+	"github.com/asya-sh/asya-sync/api/v1alpha1"
 	"github.com/asya-sh/asya-sync/children"
 )
 
 // Customize names the related objects every sync of the actor needs: its
-// pods, KEDA's HPA, and the Secrets its transport references, so that a
-// missing Secret shows in status before any pod fails on it.
+// pods, KEDA's HPA, the Secrets its transport references, so that a
+// missing Secret shows in status before any pod fails on it, and the
+// actors of the same name in every namespace, which claim the same queue.
+// The last rule names no namespace: Metacontroller then lists every
+// namespace, and with hook version v2 keys the objects namespace/name so
+// that actors of one name do not overwrite each other.
 func (h *Handler) Customize(req *hook.CustomizeRequest) (*hook.CustomizeResponse, error) {
 	actor, _ := hook.DecodeParent(req.Parent)
 	if actor == nil {
@@ -19,6 +24,7 @@ func (h *Handler) Customize(req *hook.CustomizeRequest) (*hook.CustomizeResponse
 			LabelSelector: &hook.LabelSelector{MatchLabels: map[string]string{children.LabelActor: name}}},
 		{APIVersion: "autoscaling/v2", Resource: "horizontalpodautoscalers", Namespace: ns,
 			Names: []string{"keda-hpa-" + name}},
+		{APIVersion: v1alpha1.GroupVersion.String(), Resource: v1alpha1.Resource, Names: []string{name}},
 	}
 	if names := h.secretNames(actor.Spec.Transport); len(names) > 0 {
 		rules = append(rules, hook.RelatedResourceRule{APIVersion: "v1", Resource: "secrets", Namespace: ns, Names: names})

@@ -13,13 +13,14 @@ import (
 	"github.com/asya-sh/asya-sync/api/hook"
 	"github.com/asya-sh/asya-sync/config"
 	"github.com/asya-sh/asya-sync/internal/golden"
+	"github.com/asya-sh/asya-sync/internal/scripted"
 	asyaruntime "github.com/asya-sh/asya-sync/runtime"
-	"github.com/asya-sh/asya-sync/transport"
 )
 
 // Golden cases live in testdata/sync/<case>/: description.txt (one line),
-// request.json, response.json, and optionally world.json describing what
-// the broker answers and the time.
+// request.json, response.json, calls.json (the queue operations the sync
+// made), and optionally world.json describing what the broker answers and
+// the time.
 const casesDir = "../testdata/sync"
 
 // testScript stands in for the runtime script so that golden files do not
@@ -34,15 +35,8 @@ type world struct {
 	Now *time.Time `json:"now,omitempty"`
 	// TimeSensitive marks a case whose status changes with time by design
 	// (Degraded after five minutes), exempt from TestLaterSyncSameStatus.
-	TimeSensitive bool `json:"timeSensitive,omitempty"`
-	Transport     struct {
-		EnsureError *struct {
-			Reason            string `json:"reason"`
-			Message           string `json:"message"`
-			RetryAfterSeconds int    `json:"retryAfterSeconds"`
-		} `json:"ensureError,omitempty"`
-		Counts *transport.Counts `json:"counts,omitempty"`
-	} `json:"transport"`
+	TimeSensitive bool             `json:"timeSensitive,omitempty"`
+	Transport     scripted.Answers `json:"transport"`
 }
 
 func TestGolden(t *testing.T) {
@@ -54,6 +48,7 @@ func TestGolden(t *testing.T) {
 				t.Fatalf("sync: %v", err)
 			}
 			golden.JSON(t, filepath.Join(dir, "response.json"), resp)
+			golden.JSON(t, filepath.Join(dir, "calls.json"), h.Transports.(*scripted.Broker).Calls())
 		})
 	}
 }
@@ -145,7 +140,7 @@ func loadCase(t testing.TB, dir string) (*hook.Request, *Handler) {
 		now = *w.Now
 	}
 	h := &Handler{Config: cfg, Script: testScript, Now: func() time.Time { return now },
-		Transports: scripted{w}}
+		Transports: scripted.New(w.Transport)}
 	return req, h
 }
 
@@ -192,29 +187,3 @@ func asJSON(t *testing.T, v any) any {
 	}
 	return out
 }
-
-// scripted is a broker that answers as a case's world.json says. The real
-// brokers are exercised by the transport package's integration tests; the
-// golden cases pin down what the hook does with their answers.
-type scripted struct{ w world }
-
-func (s scripted) Get(string) (transport.Transport, bool) { return s, true }
-
-func (s scripted) Ensure(context.Context, transport.Queue) error {
-	e := s.w.Transport.EnsureError
-	if e == nil {
-		return nil
-	}
-	return &transport.Error{Reason: e.Reason, Message: e.Message, RetryAfter: time.Duration(e.RetryAfterSeconds) * time.Second}
-}
-
-func (s scripted) Delete(context.Context, transport.Queue) error { return nil }
-
-func (s scripted) Counts(context.Context, transport.Queue) (transport.Counts, error) {
-	if s.w.Transport.Counts == nil {
-		return transport.Counts{}, nil
-	}
-	return *s.w.Transport.Counts, nil
-}
-
-func (s scripted) Close() error { return nil }

@@ -2,6 +2,7 @@ package sync
 
 import (
 	"encoding/json"
+	"fmt"
 	"math"
 	"time"
 
@@ -17,6 +18,7 @@ import (
 	"github.com/asya-sh/asya-sync/children"
 	"github.com/asya-sh/asya-sync/config"
 	"github.com/asya-sh/asya-sync/status"
+	"github.com/asya-sh/asya-sync/transport"
 )
 
 // Group keys of what Metacontroller sends.
@@ -27,17 +29,21 @@ var (
 	groupHPA          = [2]string{"HorizontalPodAutoscaler", "autoscaling/v2"}
 	groupPod          = [2]string{"Pod", "v1"}
 	groupSecret       = [2]string{"Secret", "v1"}
+	groupAsyncActor   = [2]string{v1alpha1.Kind, v1alpha1.GroupVersion.String()}
 )
 
 // plan is one sync worked out: what was asked, what is wrong, what the
 // broker said. respond turns it into the answer.
 type plan struct {
-	h          *Handler
-	req        *hook.Request
-	actor      *v1alpha1.AsyncActor
-	config     config.Transport
-	problems   []string
-	found      bool // the transport is configured and enabled
+	h        *Handler
+	req      *hook.Request
+	actor    *v1alpha1.AsyncActor
+	config   config.Transport
+	problems []string
+	found    bool // the transport is configured and enabled
+	// standby: another actor of the same name owns the queue, so this one
+	// neither touches it nor consumes from it.
+	standby    bool
 	transport  status.Transport
 	retryAfter time.Duration
 	noKEDA     bool
@@ -58,7 +64,20 @@ func (h *Handler) plan(actor *v1alpha1.AsyncActor, specErr error, req *hook.Requ
 	p.found = true
 	p.problems = append(p.problems, validate(actor.Name, actor.Spec, t)...)
 	p.noKEDA = actor.Spec.Scaling.Enabled && !req.Children.HasGroup(groupScaledObject[0], groupScaledObject[1])
+	rivals := transport.Rivals(actor, req.Related.List(groupAsyncActor[0], groupAsyncActor[1]))
+	if owner, mine := transport.Owner(transport.ClaimantOf(actor), rivals); !mine {
+		p.standby = true
+		p.transport = queueConflict(actor, owner)
+	}
 	return p
+}
+
+// queueConflict is the status of an actor whose queue another actor owns.
+func queueConflict(actor *v1alpha1.AsyncActor, owner transport.Claimant) status.Transport {
+	return status.Transport{Reason: transport.ReasonQueueConflict, Message: fmt.Sprintf(
+		"queue %s on transport %q belongs to AsyncActor %s, the first actor of this name on that transport: "+
+			"this actor runs no replicas and leaves the queue alone; rename it, or delete %s to hand the queue over",
+		v1alpha1.QueueName(actor.Name), actor.Spec.Transport, owner, owner)}
 }
 
 // valid reports whether children may be built. An invalid actor keeps its
@@ -95,7 +114,7 @@ func (p *plan) children() ([]map[string]any, error) {
 	if !p.valid() {
 		return keepObserved(p.req.Children)
 	}
-	objs := children.Build(p.h.input(p.actor, p.config, p.noKEDA))
+	objs := children.Build(p.h.input(p.actor, p.config, p.noKEDA, p.standby))
 	out := make([]map[string]any, 0, len(objs))
 	for _, obj := range objs {
 		m, err := hook.Child(obj)
@@ -111,8 +130,9 @@ func (p *plan) statusInput(now time.Time) status.Input {
 	in := status.Input{
 		Actor:          p.actor,
 		Workload:       p.observedWorkload(),
-		ScalingEnabled: p.actor.Spec.Scaling.Enabled && !p.noKEDA,
+		ScalingEnabled: p.actor.Spec.Scaling.Enabled && !p.noKEDA && !p.standby,
 		KEDAMissing:    p.noKEDA,
+		Standby:        p.standby,
 		ScaledObject:   decodeNamed[kedav1alpha1.ScaledObject](p.req.Children, groupScaledObject, p.actor.Name),
 		HPA:            decodeNamed[autoscalingv2.HorizontalPodAutoscaler](p.req.Related, groupHPA, "keda-hpa-"+p.actor.Name),
 		Pods:           decodeAll[corev1.Pod](p.req.Related, groupPod),

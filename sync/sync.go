@@ -39,7 +39,7 @@ func (h *Handler) Sync(ctx context.Context, req *hook.Request) (*hook.Response, 
 		return nil, specErr
 	}
 	plan := h.plan(actor, specErr, req)
-	if plan.found {
+	if plan.found && !plan.standby {
 		plan.transport, plan.retryAfter = h.ensureQueue(ctx, plan)
 	}
 	return plan.respond(h.Now())
@@ -55,10 +55,10 @@ func (h *Handler) Render(actor *v1alpha1.AsyncActor) ([]children.Object, error) 
 	if problems := validate(actor.Name, actor.Spec, t); len(problems) > 0 {
 		return nil, fmt.Errorf("%s/%s: invalid spec: %s", actor.Namespace, actor.Name, strings.Join(problems, "; "))
 	}
-	return children.Build(h.input(actor, t, false)), nil
+	return children.Build(h.input(actor, t, false, false)), nil
 }
 
-func (h *Handler) input(actor *v1alpha1.AsyncActor, t config.Transport, noKEDA bool) children.Input {
+func (h *Handler) input(actor *v1alpha1.AsyncActor, t config.Transport, noKEDA, standby bool) children.Input {
 	return children.Input{
 		Actor:         actor,
 		Transport:     t,
@@ -67,6 +67,7 @@ func (h *Handler) input(actor *v1alpha1.AsyncActor, t config.Transport, noKEDA b
 		RuntimeScript: h.Script.Source,
 		RuntimeHash:   h.Script.Hash,
 		NoKEDA:        noKEDA,
+		Standby:       standby,
 	}
 }
 

@@ -24,17 +24,13 @@ type Cached struct {
 	flight singleflight.Group
 
 	mu      sync.Mutex
-	ensured map[string]ensuredQueue // by queue name
+	// ensured is keyed by the whole Queue: actor, namespace and settings.
+	ensured map[Queue]time.Time // until when
 	counted map[string]countedQueue // by queue name
 	// generation changes with every Delete, so that an Ensure that raced
 	// a Delete is not remembered as if the queue were still there.
 	generation uint64
 	nextSweep  time.Time
-}
-
-type ensuredQueue struct {
-	queue Queue
-	until time.Time
 }
 
 type countedQueue struct {
@@ -51,7 +47,7 @@ func NewCached(inner Transport, ttl time.Duration, now func() time.Time) *Cached
 	if now == nil {
 		now = time.Now
 	}
-	return &Cached{inner: inner, ttl: ttl, now: now, ensured: map[string]ensuredQueue{}, counted: map[string]countedQueue{}}
+	return &Cached{inner: inner, ttl: ttl, now: now, ensured: map[Queue]time.Time{}, counted: map[string]countedQueue{}}
 }
 
 // Ensure calls the broker unless the same queue with the same settings was
@@ -64,8 +60,7 @@ func (c *Cached) Ensure(ctx context.Context, q Queue) error {
 	if c.fresh(q) {
 		return nil
 	}
-	key := fmt.Sprintf("%s\x00%s\x00%d", q.Actor, q.Namespace, q.ProcessingTimeout)
-	result := c.flight.DoChan(key, func() (any, error) {
+	result := c.flight.DoChan(q.key(), func() (any, error) {
 		generation := c.currentGeneration()
 		err := c.inner.Ensure(ctx, q)
 		if err == nil {
@@ -116,8 +111,8 @@ func (c *Cached) Close() error { return c.inner.Close() }
 func (c *Cached) fresh(q Queue) bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	e, ok := c.ensured[q.Name()]
-	return ok && e.queue == q && c.now().Before(e.until)
+	until, ok := c.ensured[q]
+	return ok && c.now().Before(until)
 }
 
 func (c *Cached) currentGeneration() uint64 {
@@ -133,7 +128,7 @@ func (c *Cached) remember(q Queue, generation uint64) {
 		return
 	}
 	now := c.now()
-	c.ensured[q.Name()] = ensuredQueue{queue: q, until: now.Add(c.ttl)}
+	c.ensured[q] = now.Add(c.ttl)
 	c.sweep(now)
 }
 
@@ -143,9 +138,9 @@ func (c *Cached) sweep(now time.Time) {
 	if now.Before(c.nextSweep) {
 		return
 	}
-	for name, e := range c.ensured {
-		if !now.Before(e.until) {
-			delete(c.ensured, name)
+	for q, until := range c.ensured {
+		if !now.Before(until) {
+			delete(c.ensured, q)
 		}
 	}
 	for name, e := range c.counted {
@@ -160,7 +155,11 @@ func (c *Cached) forget(queue string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.generation++
-	delete(c.ensured, queue)
+	for q := range c.ensured {
+		if q.Name() == queue {
+			delete(c.ensured, q)
+		}
+	}
 	delete(c.counted, queue)
 }
 
@@ -169,4 +168,10 @@ func (c *Cached) cachedEntries() int {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return len(c.ensured)
+}
+
+// key tells apart ensures that must not share a broker call: the same
+// queue claimed from two namespaces, or with other settings.
+func (q Queue) key() string {
+	return fmt.Sprintf("%s\x00%s\x00%d", q.Actor, q.Namespace, q.ProcessingTimeout)
 }

@@ -254,3 +254,26 @@ func TestCachedCountsAreReusedForCountsTTL(t *testing.T) {
 		t.Errorf("queued = %d after CountsTTL, want 1", got)
 	}
 }
+
+// The same queue name claimed from two namespaces is two cache entries:
+// neither evicts the other, and deleting the queue forgets both.
+func TestCachedKeysOnNamespace(t *testing.T) {
+	broker := &countingTransport{}
+	cached := NewCached(broker, time.Minute, newFakeClock().Now)
+	ctx := context.Background()
+	a, b := Queue{Actor: "x", Namespace: "team-a"}, Queue{Actor: "x", Namespace: "team-b"}
+	for _, q := range []Queue{a, b, a, b} {
+		if err := cached.Ensure(ctx, q); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := broker.ensures.Load(); got != 2 {
+		t.Fatalf("%d broker calls for two namespaces ensured twice each, want 2", got)
+	}
+	if err := cached.Delete(ctx, a); err != nil {
+		t.Fatal(err)
+	}
+	if n := cached.cachedEntries(); n != 0 {
+		t.Errorf("%d entries after the queue was deleted, want none", n)
+	}
+}

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"sort"
+	"strings"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -70,6 +71,18 @@ func GroupKey(kind, apiVersion string) string { return kind + "." + apiVersion }
 func (o Objects) HasGroup(kind, apiVersion string) bool {
 	_, ok := o[GroupKey(kind, apiVersion)]
 	return ok
+}
+
+// KeyedByName reports whether any object of the group is keyed by its bare
+// name (hook version v1), where objects of one name in different
+// namespaces overwrite each other.
+func (o Objects) KeyedByName(kind, apiVersion string) bool {
+	for key := range o[GroupKey(kind, apiVersion)] {
+		if !strings.Contains(key, "/") {
+			return true
+		}
+	}
+	return false
 }
 
 // List returns the objects of one group, sorted by namespace and name.

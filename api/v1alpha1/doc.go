@@ -10,5 +10,8 @@ import "k8s.io/apimachinery/pkg/runtime/schema"
 // GroupVersion is the API group and version of AsyncActor.
 var GroupVersion = schema.GroupVersion{Group: "asya.sh", Version: "v1alpha1"}
 
-// Kind is the AsyncActor kind.
-const Kind = "AsyncActor"
+// Kind is the AsyncActor kind, and Resource its plural resource name.
+const (
+	Kind     = "AsyncActor"
+	Resource = "asyncactors"
+)

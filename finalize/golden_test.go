@@ -1,0 +1,65 @@
+package finalize
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/asya-sh/asya-sync/api/hook"
+	"github.com/asya-sh/asya-sync/config"
+	"github.com/asya-sh/asya-sync/internal/golden"
+	"github.com/asya-sh/asya-sync/internal/scripted"
+)
+
+// Golden cases live in testdata/finalize/<case>/: description.txt (one
+// line), request.json, response.json, calls.json (the queue operations the
+// finalize made) and optionally world.json (what the broker answers). They
+// share the service configuration of the sync cases.
+const casesDir = "../testdata/finalize"
+
+func TestGolden(t *testing.T) {
+	cfg, err := config.Load("../testdata/sync/config.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	dirs, err := filepath.Glob(filepath.Join(casesDir, "*", "request.json"))
+	if err != nil || len(dirs) == 0 {
+		t.Fatalf("no golden cases in %s: %v", casesDir, err)
+	}
+	for _, path := range dirs {
+		dir := filepath.Dir(path)
+		t.Run(filepath.Base(dir), func(t *testing.T) {
+			if _, err := os.Stat(filepath.Join(dir, "description.txt")); err != nil {
+				t.Errorf("no description.txt: %v", err)
+			}
+			body, err := os.ReadFile(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			req, err := hook.DecodeRequest(body)
+			if err != nil {
+				t.Fatalf("request.json: %v", err)
+			}
+			var w struct {
+				Transport scripted.Answers `json:"transport"`
+			}
+			if data, err := os.ReadFile(filepath.Join(dir, "world.json")); err == nil {
+				if err := json.Unmarshal(data, &w); err != nil {
+					t.Fatalf("world.json: %v", err)
+				}
+			}
+			broker := scripted.New(w.Transport)
+			h := &Handler{Config: cfg, Transports: broker, Now: func() time.Time { return now }}
+			resp, err := h.Finalize(context.Background(), req)
+			if err != nil {
+				t.Fatalf("finalize: %v", err)
+			}
+			golden.JSON(t, filepath.Join(dir, "response.json"), resp)
+			golden.JSON(t, filepath.Join(dir, "calls.json"), broker.Calls())
+		})
+	}
+}

@@ -1,0 +1,265 @@
+package finalize_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
+	"github.com/aws/smithy-go"
+	amqp "github.com/rabbitmq/amqp091-go"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/asya-sh/asya-sync/api/hook"
+	"github.com/asya-sh/asya-sync/api/v1alpha1"
+	"github.com/asya-sh/asya-sync/config"
+	"github.com/asya-sh/asya-sync/finalize"
+	"github.com/asya-sh/asya-sync/internal/testenv"
+	asyaruntime "github.com/asya-sh/asya-sync/runtime"
+	hooksync "github.com/asya-sh/asya-sync/sync"
+	"github.com/asya-sh/asya-sync/transport"
+)
+
+// These tests run two actors of one name in two namespaces through the
+// real hooks against the real RabbitMQ and the SQS emulator of
+// .ci/services.sh: one queue, one owner, and no message lost to the other.
+
+const sqsEndpoint = "http://127.0.0.1:9324"
+
+// hooks are the sync and finalize handlers of one service.
+type hooks struct {
+	sync     *hooksync.Handler
+	finalize *finalize.Handler
+}
+
+func newHooks(t *testing.T) hooks {
+	t.Helper()
+	// The SQS emulator accepts any credentials; the SDK needs some.
+	t.Setenv("AWS_ACCESS_KEY_ID", "test")
+	t.Setenv("AWS_SECRET_ACCESS_KEY", "test")
+	t.Setenv("AWS_EC2_METADATA_DISABLED", "true")
+	cfg, err := config.Parse([]byte(`
+transports:
+  mq: {type: rabbitmq, config: {host: 127.0.0.1, port: 5672}}
+  sqs: {type: sqs, config: {region: us-east-1, accountId: "000000000000", endpoint: "` + sqsEndpoint + `"}}
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	set, err := transport.Open(cfg, transport.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { set.Close() })
+	return hooks{
+		sync: &hooksync.Handler{Config: cfg, Transports: set, Script: asyaruntime.Script{Source: "#\n", Hash: "0"},
+			Now: time.Now, QueueTimeout: 5 * time.Second},
+		finalize: &finalize.Handler{Config: cfg, Transports: set, Now: time.Now, QueueTimeout: 5 * time.Second},
+	}
+}
+
+// actor is one AsyncActor as the API server returns it.
+type actor struct {
+	namespace, name, transport string
+	created                    time.Time
+	deleting                   bool
+}
+
+func (a actor) object() map[string]any {
+	meta := map[string]any{"name": a.name, "namespace": a.namespace, "uid": "uid-" + a.namespace,
+		"generation": 1, "creationTimestamp": a.created.UTC().Format(time.RFC3339)}
+	if a.deleting {
+		meta["deletionTimestamp"] = time.Now().UTC().Format(time.RFC3339)
+	}
+	return map[string]any{"apiVersion": "asya.sh/v1alpha1", "kind": "AsyncActor", "metadata": meta,
+		"spec": map[string]any{"transport": a.transport, "workload": map[string]any{"template": map[string]any{
+			"spec": map[string]any{"containers": []any{map[string]any{"name": "asya-runtime", "image": "python:3.12"}}}}}}}
+}
+
+// request is a hook request for self, with every actor of the name as
+// related objects, keyed namespace/name as in hook version v2.
+func request(t *testing.T, self actor, all ...actor) *hook.Request {
+	t.Helper()
+	parent, err := json.Marshal(self.object())
+	if err != nil {
+		t.Fatal(err)
+	}
+	group := map[string]*unstructured.Unstructured{}
+	for _, a := range all {
+		group[a.namespace+"/"+a.name] = &unstructured.Unstructured{Object: a.object()}
+	}
+	return &hook.Request{Parent: parent, Finalizing: self.deleting,
+		Related: hook.Objects{hook.GroupKey(v1alpha1.Kind, v1alpha1.GroupVersion.String()): group}}
+}
+
+// broker is what the test itself does on a transport's broker.
+type broker interface {
+	publish(t *testing.T, queue string)
+	// messages is the queue's message count, or -1 when the queue is gone.
+	messages(t *testing.T, queue string) int
+}
+
+func TestOneQueueOneOwnerAcrossNamespaces(t *testing.T) {
+	for _, tc := range []struct {
+		transport string
+		broker    func(t *testing.T) broker
+	}{
+		{"mq", rabbitBroker},
+		{"sqs", sqsBroker},
+	} {
+		t.Run(tc.transport, func(t *testing.T) {
+			b := tc.broker(t)
+			h := newHooks(t)
+			ctx := context.Background()
+			name := testenv.UniqueName("shared")
+			queue := v1alpha1.QueueName(name)
+			owner := actor{"team-a", name, tc.transport, time.Now().Add(-time.Hour), false}
+			other := actor{"team-b", name, tc.transport, time.Now(), false}
+
+			resp, err := h.sync.Sync(ctx, request(t, owner, owner, other))
+			if err != nil || resp.Status.TransportStatus != "Ready" {
+				t.Fatalf("owner's sync: err=%v status=%+v, want the queue ensured", err, resp.Status)
+			}
+			resp, err = h.sync.Sync(ctx, request(t, other, owner, other))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if c := condition(resp, "TransportReady"); resp.Status.Status != "TransportError" || c.Reason != "QueueConflict" {
+				t.Fatalf("other's sync: status %q, TransportReady %+v; want TransportError, QueueConflict", resp.Status.Status, c)
+			}
+
+			b.publish(t, queue)
+			gone := other
+			gone.deleting = true
+			fin, err := h.finalize.Finalize(ctx, request(t, gone, owner, gone))
+			if err != nil || !fin.Finalized {
+				t.Fatalf("finalize of the non-owner: err=%v finalized=%v, want finalized", err, fin.Finalized)
+			}
+			if n := b.messages(t, queue); n != 1 {
+				t.Fatalf("after the non-owner's finalize the queue holds %d messages (-1: gone), want the 1 published", n)
+			}
+
+			last := owner
+			last.deleting = true
+			fin, err = h.finalize.Finalize(ctx, request(t, last, last))
+			if err != nil || !fin.Finalized {
+				t.Fatalf("finalize of the owner: err=%v finalized=%v, want finalized", err, fin.Finalized)
+			}
+			if n := b.messages(t, queue); n != -1 {
+				t.Errorf("after the last actor's finalize the queue still exists with %d messages", n)
+			}
+		})
+	}
+}
+
+func condition(resp *hook.Response, typ string) (c struct{ Reason, Message string }) {
+	for _, cond := range resp.Status.Conditions {
+		if cond.Type == typ {
+			c.Reason, c.Message = cond.Reason, cond.Message
+		}
+	}
+	return c
+}
+
+type rabbit struct{ conn *amqp.Connection }
+
+func rabbitBroker(t *testing.T) broker { return rabbit{testenv.Rabbit(t)} }
+
+func (r rabbit) publish(t *testing.T, queue string) {
+	t.Helper()
+	ch, err := r.conn.Channel()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ch.Close()
+	if err := ch.Confirm(false); err != nil {
+		t.Fatal(err)
+	}
+	confirm, err := ch.PublishWithDeferredConfirmWithContext(context.Background(), "", queue, true, false, amqp.Publishing{Body: []byte("m")})
+	if err != nil || !confirm.Wait() {
+		t.Fatalf("publish to %s: %v", queue, err)
+	}
+}
+
+func (r rabbit) messages(t *testing.T, queue string) int {
+	t.Helper()
+	if !testenv.QueueExists(t, r.conn, queue) {
+		return -1
+	}
+	ch, err := r.conn.Channel()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ch.Close()
+	q, err := ch.QueueDeclarePassive(queue, true, false, false, false, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return q.Messages
+}
+
+type sqsQueues struct{ client *sqs.Client }
+
+func sqsBroker(t *testing.T) broker {
+	t.Helper()
+	if c, err := net.DialTimeout("tcp", "127.0.0.1:9324", time.Second); err != nil {
+		testenv.Missing(t, "the SQS emulator is not listening on 127.0.0.1:9324", err)
+	} else {
+		c.Close()
+	}
+	client := sqs.New(sqs.Options{Region: "us-east-1", BaseEndpoint: aws.String(sqsEndpoint),
+		Credentials: aws.AnonymousCredentials{}})
+	return sqsQueues{client}
+}
+
+func (s sqsQueues) url(t *testing.T, queue string) (string, bool) {
+	t.Helper()
+	out, err := s.client.GetQueueUrl(context.Background(), &sqs.GetQueueUrlInput{QueueName: aws.String(queue)})
+	var apiErr smithy.APIError
+	switch {
+	case err == nil:
+		return aws.ToString(out.QueueUrl), true
+	case errors.As(err, &apiErr) && strings.HasSuffix(apiErr.ErrorCode(), "QueueDoesNotExist"),
+		errors.As(err, &apiErr) && strings.HasSuffix(apiErr.ErrorCode(), "NonExistentQueue"):
+		return "", false
+	}
+	t.Fatalf("GetQueueUrl %s: %v", queue, err)
+	return "", false
+}
+
+func (s sqsQueues) publish(t *testing.T, queue string) {
+	t.Helper()
+	url, ok := s.url(t, queue)
+	if !ok {
+		t.Fatalf("queue %s does not exist", queue)
+	}
+	if _, err := s.client.SendMessage(context.Background(), &sqs.SendMessageInput{QueueUrl: aws.String(url), MessageBody: aws.String("m")}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func (s sqsQueues) messages(t *testing.T, queue string) int {
+	t.Helper()
+	url, ok := s.url(t, queue)
+	if !ok {
+		return -1
+	}
+	out, err := s.client.GetQueueAttributes(context.Background(), &sqs.GetQueueAttributesInput{QueueUrl: aws.String(url),
+		AttributeNames: []types.QueueAttributeName{types.QueueAttributeNameApproximateNumberOfMessages}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	n, err := strconv.Atoi(out.Attributes[string(types.QueueAttributeNameApproximateNumberOfMessages)])
+	if err != nil {
+		t.Fatal(fmt.Errorf("ApproximateNumberOfMessages: %w", err))
+	}
+	return n
+}
