@@ -23,9 +23,9 @@ type Cached struct {
 	now    func() time.Time
 	flight singleflight.Group
 
-	mu      sync.Mutex
+	mu sync.Mutex
 	// ensured is keyed by the whole Queue: actor, namespace and settings.
-	ensured map[Queue]time.Time // until when
+	ensured map[Queue]time.Time     // until when
 	counted map[string]countedQueue // by queue name
 	// generation changes with every Delete, so that an Ensure that raced
 	// a Delete is not remembered as if the queue were still there.
