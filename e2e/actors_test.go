@@ -99,8 +99,8 @@ func childrenOf(t *testing.T, ctx context.Context, ns, name string) map[string]o
 	}
 	out := map[string]obj{}
 	for _, g := range groups {
-		for n, o := range g.(obj) {
-			out[str(o.(obj), "kind")+"/"+n] = o.(obj)
+		for _, o := range g.(obj) {
+			out[str(o.(obj), "kind")+"/"+str(o.(obj), "metadata", "name")] = o.(obj)
 		}
 	}
 	return out

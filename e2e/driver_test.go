@@ -207,7 +207,8 @@ func (d *driver) reconcile(ctx context.Context, ns, name string) (*pass, error) 
 
 	// Delete observed children that are not desired.
 	for key, group := range observed {
-		for n, o := range group.(map[string]any) {
+		for _, o := range group.(map[string]any) {
+			n := str(o.(obj), "metadata", "name")
 			if _, keep := desired[key][n]; keep {
 				continue
 			}
@@ -318,7 +319,7 @@ func (d *driver) claimChildren(ctx context.Context, ns, uid string) (obj, error)
 		group := obj{}
 		for _, it := range items {
 			if controllerUID(it) == uid {
-				group[str(it, "metadata", "name")] = it
+				group[d.key(it)] = it
 			}
 		}
 		out[r.Kind+"."+r.APIVersion] = group
@@ -335,6 +336,25 @@ func controllerUID(o obj) string {
 		}
 	}
 	return ""
+}
+
+// key is how Metacontroller keys an observed or related object in a sync or
+// finalize request: namespace/name with hook version v2, the bare name with
+// v1 (where objects of one name in two namespaces overwrite each other).
+func (d *driver) key(o obj) string {
+	if str(d.cc, "spec", "hooks", "sync", "version") == "v2" {
+		return str(o, "metadata", "namespace") + "/" + str(o, "metadata", "name")
+	}
+	return str(o, "metadata", "name")
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
 }
 
 // related runs the customize hook and fetches what it asks for.
@@ -358,10 +378,19 @@ func (d *driver) related(ctx context.Context, parent obj) (obj, error) {
 			out[key] = group
 		}
 		ns := rule.Namespace
-		if ns == "" || ns == "*" {
-			ns = str(parent, "metadata", "namespace")
-		}
 		switch {
+		case len(rule.Names) > 0 && ns == "":
+			// As Metacontroller: a names rule without a namespace lists
+			// every namespace, then keeps the names asked for.
+			items, err := d.kube.list(ctx, r, "", "")
+			if err != nil {
+				return nil, err
+			}
+			for _, it := range items {
+				if contains(rule.Names, str(it, "metadata", "name")) {
+					group[d.key(it)] = it
+				}
+			}
 		case len(rule.Names) > 0:
 			for _, n := range rule.Names {
 				o, err := d.kube.get(ctx, r, ns, n)
@@ -372,7 +401,7 @@ func (d *driver) related(ctx context.Context, parent obj) (obj, error) {
 					return nil, err
 				}
 				o["apiVersion"], o["kind"] = r.APIVersion, r.Kind
-				group[n] = o
+				group[d.key(o)] = o
 			}
 		default:
 			sel := ""
@@ -384,12 +413,13 @@ func (d *driver) related(ctx context.Context, parent obj) (obj, error) {
 				sort.Strings(parts)
 				sel = strings.Join(parts, ",")
 			}
-			items, err := d.kube.list(ctx, r, ns, sel)
+			// A label selector of a namespaced parent looks in its namespace.
+			items, err := d.kube.list(ctx, r, str(parent, "metadata", "namespace"), sel)
 			if err != nil {
 				return nil, err
 			}
 			for _, it := range items {
-				group[str(it, "metadata", "name")] = it
+				group[d.key(it)] = it
 			}
 		}
 	}

@@ -1,0 +1,135 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	amqp "github.com/rabbitmq/amqp091-go"
+
+	"github.com/asya-sh/asya-sync/internal/testenv"
+)
+
+// TestOneQueueOneOwner runs three actors named "shared" in three namespaces
+// on one RabbitMQ transport through the CompositeController as shipped
+// (hook version v2, the customize rule for actors of the same name): the
+// first owns asya-shared, the others stand by without consuming; deleting a
+// standby actor or the owner keeps the queue and its message for the next
+// in line, which takes it over; deleting the last actor deletes the queue.
+func TestOneQueueOneOwner(t *testing.T) {
+	if !env.rabbit {
+		t.Skip("RabbitMQ not listening on 127.0.0.1:5672")
+	}
+	ctx := ctxFor(t, 3*time.Minute)
+	rabbit := testenv.Rabbit(t)
+	const name, queue = "shared", "asya-shared"
+	spaces := []string{"e2e-own-a", "e2e-own-b", "e2e-own-c"}
+	for i, ns := range spaces {
+		ensureNamespace(t, ctx, ns, true)
+		if i > 0 {
+			// creationTimestamp has a resolution of one second.
+			time.Sleep(1100 * time.Millisecond)
+		}
+		a := loadActor(t, filepath.Join(env.root, "e2e", "testdata", "actors", "manual.yaml"), ns)
+		mapAt(a, "metadata")["name"] = name
+		mapAt(a, "spec")["transport"] = "rabbitmq"
+		mapAt(a, "spec")["scaling"] = obj{"enabled": true}
+		createActor(t, ctx, a)
+	}
+	t.Cleanup(func() {
+		if testenv.QueueExists(t, rabbit, queue) {
+			testenv.DeleteQueue(t, rabbit, queue)
+		}
+	})
+
+	owner := spaces[0] + "/" + name
+	for _, ns := range spaces[1:] {
+		wantStandby(t, ctx, ns, name, owner)
+	}
+	wantOwner(t, ctx, spaces[0], name)
+
+	publish(t, rabbit, queue)
+	deleteAndFinalize(t, ctx, spaces[1], name)
+	wantMessages(t, rabbit, queue, 1, "after the standby actor in "+spaces[1]+" was deleted")
+
+	deleteAndFinalize(t, ctx, spaces[0], name)
+	wantMessages(t, rabbit, queue, 1, "after the owner was deleted while "+spaces[2]+" still claims the name")
+
+	// The next resync of the last actor takes the queue over.
+	converge(t, ctx, spaces[2], name)
+	wantOwner(t, ctx, spaces[2], name)
+	wantMessages(t, rabbit, queue, 1, "after the takeover")
+
+	deleteAndFinalize(t, ctx, spaces[2], name)
+	if testenv.QueueExists(t, rabbit, queue) {
+		t.Errorf("queue %s still exists after the last actor of its name was deleted", queue)
+	}
+}
+
+func wantStandby(t *testing.T, ctx context.Context, ns, name, owner string) {
+	t.Helper()
+	a := getActor(t, ctx, ns, name)
+	c := conditions(a)["TransportReady"]
+	if str(a, "status", "status") != "TransportError" || str(c, "reason") != "QueueConflict" || !strings.Contains(str(c, "message"), owner) {
+		t.Errorf("%s/%s: status %q, TransportReady %s; want TransportError, QueueConflict naming %s",
+			ns, name, str(a, "status", "status"), mustJSON(c), owner)
+	}
+	kids := childrenOf(t, ctx, ns, name)
+	if kids["ScaledObject/"+name] != nil {
+		t.Errorf("%s/%s: a standby actor has a ScaledObject", ns, name)
+	}
+	if d := kids["Deployment/"+name]; d == nil || fmt.Sprint(field(d, "spec", "replicas")) != "0" {
+		t.Errorf("%s/%s: Deployment replicas %v, want 0", ns, name, field(d, "spec", "replicas"))
+	}
+}
+
+func wantOwner(t *testing.T, ctx context.Context, ns, name string) {
+	t.Helper()
+	a := getActor(t, ctx, ns, name)
+	if c := conditions(a)["TransportReady"]; str(c, "status") != "True" {
+		t.Errorf("%s/%s: TransportReady %s, want True", ns, name, mustJSON(c))
+	}
+	if childrenOf(t, ctx, ns, name)["ScaledObject/"+name] == nil {
+		t.Errorf("%s/%s: the owner has no ScaledObject", ns, name)
+	}
+}
+
+func publish(t *testing.T, conn *amqp.Connection, queue string) {
+	t.Helper()
+	ch, err := conn.Channel()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ch.Close()
+	if err := ch.Confirm(false); err != nil {
+		t.Fatal(err)
+	}
+	confirm, err := ch.PublishWithDeferredConfirmWithContext(context.Background(), "", queue, true, false, amqp.Publishing{Body: []byte("keep me")})
+	if err != nil || !confirm.Wait() {
+		t.Fatalf("publish to %s: %v", queue, err)
+	}
+}
+
+func wantMessages(t *testing.T, conn *amqp.Connection, queue string, want int, when string) {
+	t.Helper()
+	if !testenv.QueueExists(t, conn, queue) {
+		t.Fatalf("%s: queue %s is gone", when, queue)
+	}
+	ch, err := conn.Channel()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ch.Close()
+	q, err := ch.QueueDeclarePassive(queue, true, false, false, false, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if q.Messages != want {
+		t.Errorf("%s: queue %s holds %d messages, want %d", when, queue, q.Messages, want)
+	}
+}
