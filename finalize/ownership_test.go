@@ -102,6 +102,9 @@ func request(t *testing.T, self actor, all ...actor) *hook.Request {
 
 // broker is what the test itself does on a transport's broker.
 type broker interface {
+	// declare creates the queue as the Asya operator did: a plain durable
+	// RabbitMQ queue, an SQS queue with default attributes and no tags.
+	declare(t *testing.T, queue string)
 	publish(t *testing.T, queue string)
 	// messages is the queue's message count, or -1 when the queue is gone.
 	messages(t *testing.T, queue string) int
@@ -160,6 +163,43 @@ func TestOneQueueOneOwnerAcrossNamespaces(t *testing.T) {
 	}
 }
 
+// TestAdoptsTheOperatorsQueue: a queue the Asya operator created carries no
+// marker of ours and holds messages; the first actor that claims it takes
+// it over in place, messages kept.
+func TestAdoptsTheOperatorsQueue(t *testing.T) {
+	for _, tc := range []struct {
+		transport string
+		broker    func(t *testing.T) broker
+	}{
+		{"mq", rabbitBroker},
+		{"sqs", sqsBroker},
+	} {
+		t.Run(tc.transport, func(t *testing.T) {
+			b := tc.broker(t)
+			h := newHooks(t)
+			ctx := context.Background()
+			name := testenv.UniqueName("legacy")
+			queue := v1alpha1.QueueName(name)
+			b.declare(t, queue)
+			b.publish(t, queue)
+			b.publish(t, queue)
+			a := actor{"ml", name, tc.transport, time.Now(), false}
+			resp, err := h.sync.Sync(ctx, request(t, a, a))
+			if err != nil || resp.Status.TransportStatus != "Ready" {
+				t.Fatalf("sync: err=%v status=%+v, want the operator's queue taken over", err, resp.Status)
+			}
+			if n := b.messages(t, queue); n != 2 {
+				t.Errorf("after the takeover the queue holds %d messages (-1: gone), want the 2 published", n)
+			}
+			gone := a
+			gone.deleting = true
+			if fin, err := h.finalize.Finalize(ctx, request(t, gone, gone)); err != nil || !fin.Finalized {
+				t.Fatalf("cleanup: err=%v finalized=%v", err, fin.Finalized)
+			}
+		})
+	}
+}
+
 func condition(resp *hook.Response, typ string) (c struct{ Reason, Message string }) {
 	for _, cond := range resp.Status.Conditions {
 		if cond.Type == typ {
@@ -172,6 +212,18 @@ func condition(resp *hook.Response, typ string) (c struct{ Reason, Message strin
 type rabbit struct{ conn *amqp.Connection }
 
 func rabbitBroker(t *testing.T) broker { return rabbit{testenv.Rabbit(t)} }
+
+func (r rabbit) declare(t *testing.T, queue string) {
+	t.Helper()
+	ch, err := r.conn.Channel()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ch.Close()
+	if _, err := ch.QueueDeclare(queue, true, false, false, false, nil); err != nil {
+		t.Fatal(err)
+	}
+}
 
 func (r rabbit) publish(t *testing.T, queue string) {
 	t.Helper()
@@ -233,6 +285,13 @@ func (s sqsQueues) url(t *testing.T, queue string) (string, bool) {
 	}
 	t.Fatalf("GetQueueUrl %s: %v", queue, err)
 	return "", false
+}
+
+func (s sqsQueues) declare(t *testing.T, queue string) {
+	t.Helper()
+	if _, err := s.client.CreateQueue(context.Background(), &sqs.CreateQueueInput{QueueName: aws.String(queue)}); err != nil {
+		t.Fatal(err)
+	}
 }
 
 func (s sqsQueues) publish(t *testing.T, queue string) {
