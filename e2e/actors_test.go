@@ -422,8 +422,11 @@ func TestInvalidSpecInStatus(t *testing.T) {
 		ns := "e2e-no-secrets"
 		ensureNamespace(t, ctx, ns, false)
 		a := loadActor(t, filepath.Join(env.root, "e2e", "testdata", "actors", "stateful.yaml"), ns)
+		// A name of its own: another "stateful" on the same transport
+		// would own the queue, and QueueConflict comes before ConfigError.
+		mapAt(a, "metadata")["name"] = "stateful-no-secret"
 		createActor(t, ctx, a)
-		got := getActor(t, ctx, ns, "stateful")
+		got := getActor(t, ctx, ns, "stateful-no-secret")
 		if s := str(got, "status", "status"); s != "ConfigError" {
 			t.Errorf("status.status = %q, want ConfigError: %s", s, mustJSON(got["status"]))
 		}
