@@ -1,6 +1,11 @@
 # The tier a change must pass: unit, golden and integration tests (with the
 # brokers started by .ci/services.sh), the runtime's own tests, and vet.
 GO ?= go
+# The build's identity, printed by `asya-sync version` and logged at startup.
+VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo devel)
+COMMIT ?= $(shell git rev-parse HEAD 2>/dev/null || echo unknown)
+LDFLAGS := -s -w -X github.com/asya-sh/asya-sync/internal/version.version=$(VERSION) \
+	-X github.com/asya-sh/asya-sync/internal/version.commit=$(COMMIT)
 
 .PHONY: run test services vet unit runtime-test e2e build
 
@@ -8,7 +13,7 @@ run:
 	$(GO) run ./cmd/asya-sync render -f examples/hello-actor.yaml --config examples/config.yaml
 
 build:
-	CGO_ENABLED=0 $(GO) build -trimpath -o bin/asya-sync ./cmd/asya-sync
+	CGO_ENABLED=0 $(GO) build -trimpath -ldflags="$(LDFLAGS)" -o bin/asya-sync ./cmd/asya-sync
 
 services:
 	bash .ci/services.sh

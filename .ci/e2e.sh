@@ -174,13 +174,24 @@ check_image_build() {
   local start=$SECONDS
   local out=$ROOT/.cache/e2e/asya-sync
   mkdir -p "$(dirname "$out")"
-  (cd "$ctx" && CGO_ENABLED=0 GOOS=linux go build -mod=readonly -trimpath -ldflags="-s -w" -o "$out" ./cmd/asya-sync)
+  # The Dockerfile's VERSION and COMMIT build arguments, as a release passes them.
+  local version commit pkg=github.com/asya-sh/asya-sync/internal/version
+  version=$(git describe --tags --always --dirty 2>/dev/null || echo devel)
+  commit=$(git rev-parse HEAD 2>/dev/null || echo unknown)
+  (cd "$ctx" && CGO_ENABLED=0 GOOS=linux go build -mod=readonly -trimpath \
+    -ldflags="-s -w -X $pkg.version=$version -X $pkg.commit=$commit" -o "$out" ./cmd/asya-sync)
   # Static: no dynamic section, so it runs on distroless/static.
   if readelf -d "$out" 2>/dev/null | grep -q NEEDED; then
     echo "asya-sync is dynamically linked" >&2
     return 1
   fi
   "$out" --help >/dev/null
+  local said
+  said=$("$out" version)
+  case "$said" in
+    "asya-sync $version (commit $commit, go"*) ;;
+    *) echo "asya-sync version printed \"$said\", want version $version and commit $commit" >&2; return 1 ;;
+  esac
   log "image build step OK (static binary from the .dockerignore'd context, $((SECONDS - start))s)"
 }
 

@@ -5,6 +5,8 @@ package main
 import (
 	"fmt"
 	"os"
+
+	"github.com/asya-sh/asya-sync/internal/version"
 )
 
 const usage = `asya-sync runs AsyncActors through Metacontroller hooks.
@@ -12,6 +14,7 @@ const usage = `asya-sync runs AsyncActors through Metacontroller hooks.
 Usage:
   asya-sync serve  [--config FILE] [--listen ADDR]
   asya-sync render -f ACTOR.yaml [--config FILE]
+  asya-sync version                (also --version)
 
 The configuration file defaults to $ASYA_SYNC_CONFIG; $ASYA_RUNTIME_SCRIPT_PATH
 replaces the embedded runtime script.
@@ -28,6 +31,9 @@ func main() {
 		err = runServe(os.Args[2:])
 	case "render":
 		err = runRender(os.Args[2:], os.Stdout)
+	case "version", "--version":
+		fmt.Println(version.Get())
+		return
 	case "-h", "--help", "help":
 		fmt.Print(usage)
 		return

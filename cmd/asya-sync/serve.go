@@ -14,6 +14,7 @@ import (
 
 	"github.com/asya-sh/asya-sync/config"
 	"github.com/asya-sh/asya-sync/finalize"
+	"github.com/asya-sh/asya-sync/internal/version"
 	asyaruntime "github.com/asya-sh/asya-sync/runtime"
 	hooksync "github.com/asya-sh/asya-sync/sync"
 	"github.com/asya-sh/asya-sync/transport"
@@ -27,6 +28,9 @@ func runServe(args []string) error {
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
+	log := zerolog.New(os.Stdout).With().Timestamp().Logger()
+	build := version.Get()
+	log.Info().Str("version", build.Version).Str("commit", build.Commit).Str("go", build.GoVersion).Msg("starting asya-sync")
 	if *configPath == "" {
 		return errors.New("serve needs --config or ASYA_SYNC_CONFIG")
 	}
@@ -43,7 +47,6 @@ func runServe(args []string) error {
 		return err
 	}
 	defer brokers.Close()
-	log := zerolog.New(os.Stdout).With().Timestamp().Logger()
 	srv := &server{
 		sync:     &hooksync.Handler{Config: cfg, Transports: brokers, Script: script, Now: time.Now},
 		finalize: &finalize.Handler{Config: cfg, Transports: brokers, Now: time.Now},
