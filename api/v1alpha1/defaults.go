@@ -5,7 +5,10 @@ import corev1 "k8s.io/api/core/v1"
 // Defaults of SPEC §3, mirrored by the +kubebuilder:default markers so that
 // an actor reads the same whether or not the API server defaulted it.
 const (
-	DefaultSidecarImage     = "asya-sidecar:latest"
+	// DefaultSidecarImage is used when neither the actor nor the service
+	// configuration names one: the last published sidecar that speaks
+	// runtime/asya_runtime.py's socket protocol.
+	DefaultSidecarImage     = "ghcr.io/deliveryhero/asya-sidecar:0.3.10"
 	DefaultProcessing       = 300
 	DefaultGracefulShutdown = 30
 	DefaultMinReplicas      = 0
