@@ -93,10 +93,20 @@ require_tools() {
 }
 
 # gen_crd DIR: the AsyncActor CRD from api/v1alpha1, as controller-gen
-# writes it, into DIR.
+# writes it, into DIR. Every field keeps its description, for kubectl
+# explain; the pod template is schemaless (api/v1alpha1.PodTemplate), so the
+# CRD stays far below the 256 KiB that client-side kubectl apply can store
+# in its last-applied annotation, and the check below keeps it there.
+CRD_MAX_BYTES=$((128 * 1024))
 gen_crd() {
   mkdir -p "$1"
-  "$BIN/controller-gen" crd:maxDescLen=0 paths=./api/v1alpha1/... output:crd:artifacts:config="$1"
+  "$BIN/controller-gen" crd paths=./api/v1alpha1/... output:crd:artifacts:config="$1"
+  local size
+  size=$(wc -c <"$1/asya.sh_asyncactors.yaml")
+  if [ "$size" -gt "$CRD_MAX_BYTES" ]; then
+    echo "the AsyncActor CRD is $size bytes, over $CRD_MAX_BYTES: plain kubectl apply would soon refuse it" >&2
+    return 1
+  fi
 }
 
 # gen_manifests DIR: the plain manifests, rendered from the chart with its

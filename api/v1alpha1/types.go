@@ -26,57 +26,90 @@ import (
 
 // AsyncActor is a queue-fed worker: a user container running Python handler
 // code next to an injected sidecar, scaled by KEDA on queue depth.
+// asya-sync turns it into a Deployment or StatefulSet, a runtime ConfigMap,
+// and, with scaling on, a KEDA ScaledObject; its queue asya-<name> lives on
+// the transport named in spec.transport. Deleting the actor deletes its
+// queue with every message in it, unless the actor is annotated
+// asya.sh/queue-deletion-policy: Retain.
 type AsyncActor struct {
 	metav1.TypeMeta   `json:",inline"`
 	metav1.ObjectMeta `json:"metadata,omitempty"`
 
-	Spec   AsyncActorSpec   `json:"spec"`
+	// Spec is what the actor should run.
+	Spec AsyncActorSpec `json:"spec"`
+	// Status is what asya-sync last observed; it is written by Metacontroller
+	// from the sync hook's answer, never by users.
 	Status AsyncActorStatus `json:"status,omitempty"`
 }
 
 // AsyncActorSpec is the desired state of an actor.
 type AsyncActorSpec struct {
-	// Transport names a transport in the service configuration.
+	// Transport names a transport in asya-sync's service configuration
+	// (for example rabbitmq or sqs); the actor's queue asya-<name> is created
+	// there. Required. A name that is unknown or disabled sets status
+	// TransportError and creates nothing. Changing it moves the actor to a new
+	// queue on the other transport: the old queue and its messages stay where
+	// they are, and the pods roll with the new connection settings.
 	// +kubebuilder:validation:MinLength=1
 	Transport string `json:"transport"`
 
+	// Sidecar configures the asya-sidecar container injected into every pod.
 	// +kubebuilder:default={}
 	// +optional
 	Sidecar SidecarSpec `json:"sidecar,omitempty"`
+	// Timeout holds the per-message and shutdown timeouts.
 	// +kubebuilder:default={}
 	// +optional
 	Timeout TimeoutSpec `json:"timeout,omitempty"`
+	// Scaling configures KEDA autoscaling on the queue's depth.
 	// +kubebuilder:default={}
 	// +optional
 	Scaling ScalingSpec `json:"scaling,omitempty"`
 
+	// Workload describes the pods: kind, replicas and the pod template.
 	Workload WorkloadSpec `json:"workload"`
 }
 
-// SidecarSpec configures the injected asya-sidecar container.
+// SidecarSpec configures the injected asya-sidecar container, which pulls
+// messages from the actor's queue, hands them to the runtime and routes the
+// results.
 type SidecarSpec struct {
-	// Image of the sidecar; defaults to the service's sidecarImage.
+	// Image of the sidecar. Empty means the service configuration's
+	// sidecarImage (a pinned ghcr.io/deliveryhero/asya-sidecar release).
+	// Changing it rolls the pods.
 	// +optional
 	Image string `json:"image,omitempty"`
+	// ImagePullPolicy of the sidecar: Always, IfNotPresent or Never.
+	// Default IfNotPresent. Changing it rolls the pods.
 	// +kubebuilder:validation:Enum=Always;IfNotPresent;Never
 	// +kubebuilder:default=IfNotPresent
 	// +optional
 	ImagePullPolicy corev1.PullPolicy `json:"imagePullPolicy,omitempty"`
+	// Resources of the sidecar container (requests and limits). Default
+	// none. Changing them rolls the pods.
 	// +optional
 	Resources corev1.ResourceRequirements `json:"resources,omitempty"`
-	// Env is added to the sidecar; an entry replaces a generated one of the same name.
+	// Env is added to the sidecar's environment after the generated ASYA_*
+	// variables; an entry replaces a generated one of the same name (for
+	// example ASYA_LOG_LEVEL). Default none. Changing it rolls the pods.
 	// +optional
 	Env []corev1.EnvVar `json:"env,omitempty"`
 }
 
 // TimeoutSpec holds the actor's timeouts, in seconds.
 type TimeoutSpec struct {
-	// Processing is the time one message may take.
+	// Processing is how many seconds one message may take in the runtime
+	// before the sidecar gives up on it (sidecar ASYA_RUNTIME_TIMEOUT). On
+	// SQS it also sets the queue's visibility timeout to twice this value
+	// unless the transport configures one. Default 300, at least 1. Changing
+	// it rolls the pods (and updates the SQS queue in place).
 	// +kubebuilder:validation:Minimum=1
 	// +kubebuilder:default=300
 	// +optional
 	Processing int32 `json:"processing,omitempty"`
-	// GracefulShutdown becomes the pod's terminationGracePeriodSeconds.
+	// GracefulShutdown is how many seconds a stopping pod gets to finish the
+	// message in hand (the pod's terminationGracePeriodSeconds). Default 30,
+	// at least 0. Changing it rolls the pods.
 	// +kubebuilder:validation:Minimum=0
 	// +kubebuilder:default=30
 	// +optional
@@ -86,45 +119,79 @@ type TimeoutSpec struct {
 // ScalingSpec configures KEDA autoscaling on queue depth.
 // +kubebuilder:validation:XValidation:rule="!has(self.minReplicas) || !has(self.maxReplicas) || self.minReplicas <= self.maxReplicas",message="minReplicas must not exceed maxReplicas"
 type ScalingSpec struct {
+	// Enabled turns KEDA autoscaling on: asya-sync creates a ScaledObject
+	// and leaves the workload's replicas to KEDA's HPA. Default false: the
+	// workload runs spec.workload.replicas. Turning it off deletes the
+	// ScaledObject and sets replicas back to spec.workload.replicas; on a
+	// cluster without KEDA it sets status ScalingError.
 	// +kubebuilder:default=false
 	// +optional
 	Enabled bool `json:"enabled,omitempty"`
+	// MinReplicas is the fewest replicas KEDA keeps; 0 lets an idle actor
+	// scale to zero (status Napping). Default 0, at least 0, at most
+	// maxReplicas. Takes effect at KEDA's next poll, without a restart.
 	// +kubebuilder:validation:Minimum=0
 	// +kubebuilder:default=0
 	// +optional
 	MinReplicas *int32 `json:"minReplicas,omitempty"`
+	// MaxReplicas is the most replicas KEDA scales to. Default 50, at least
+	// 1 and at least minReplicas. Takes effect at KEDA's next poll.
 	// +kubebuilder:validation:Minimum=1
 	// +kubebuilder:default=50
 	// +optional
 	MaxReplicas *int32 `json:"maxReplicas,omitempty"`
+	// PollingInterval is how many seconds KEDA waits between two looks at
+	// the queue. Default 10, at least 1.
 	// +kubebuilder:validation:Minimum=1
 	// +kubebuilder:default=10
 	// +optional
 	PollingInterval int32 `json:"pollingInterval,omitempty"`
+	// CooldownPeriod is how many seconds after the queue was last seen
+	// non-empty KEDA waits before scaling to zero; it only matters with
+	// minReplicas 0. Default 60, at least 0.
 	// +kubebuilder:validation:Minimum=0
 	// +kubebuilder:default=60
 	// +optional
 	CooldownPeriod *int32 `json:"cooldownPeriod,omitempty"`
-	// QueueLength is the target number of messages per replica.
+	// QueueLength is the target number of waiting messages per replica:
+	// KEDA aims for ceil(queued / queueLength) replicas. Default 5, at
+	// least 1. Lower values scale out sooner. Takes effect at KEDA's next
+	// poll, without a restart.
 	// +kubebuilder:validation:Minimum=1
 	// +kubebuilder:default=5
 	// +optional
 	QueueLength int32 `json:"queueLength,omitempty"`
+	// Advanced passes KEDA scaling modifiers through unchanged. Default
+	// none.
 	// +optional
 	Advanced *AdvancedScaling `json:"advanced,omitempty"`
 }
 
-// AdvancedScaling maps onto KEDA's scalingModifiers.
+// AdvancedScaling maps onto KEDA's scalingModifiers and
+// restoreToOriginalReplicaCount; see KEDA's ScaledObject documentation.
+// KEDA, not asya-sync, validates the expressions: a rejected one shows as
+// status ScalingError.
 type AdvancedScaling struct {
+	// Formula combines the triggers' metrics into one (KEDA
+	// scalingModifiers.formula). Default none.
 	// +optional
 	Formula string `json:"formula,omitempty"`
+	// Target is the formula's target value (KEDA scalingModifiers.target).
+	// Default none.
 	// +optional
 	Target string `json:"target,omitempty"`
+	// ActivationTarget is the formula value above which the actor scales
+	// from zero (KEDA scalingModifiers.activationTarget). Default none.
 	// +optional
 	ActivationTarget string `json:"activationTarget,omitempty"`
+	// MetricType of the formula's metric: AverageValue, Value or
+	// Utilization. Default KEDA's (AverageValue).
 	// +kubebuilder:validation:Enum=AverageValue;Value;Utilization
 	// +optional
 	MetricType string `json:"metricType,omitempty"`
+	// RestoreToOriginalReplicaCount makes KEDA put the workload back to
+	// its replica count from before scaling when the ScaledObject is
+	// deleted (scaling turned off or actor deleted). Default false.
 	// +optional
 	RestoreToOriginalReplicaCount bool `json:"restoreToOriginalReplicaCount,omitempty"`
 }
@@ -137,32 +204,49 @@ const (
 
 // WorkloadSpec describes the actor's pods.
 type WorkloadSpec struct {
+	// Kind of the workload: Deployment or StatefulSet. Default Deployment.
+	// Changing it replaces the workload: the old one and its pods are
+	// deleted and a new one of the other kind is created (a full restart,
+	// not a rolling one); the queue and its messages are kept.
 	// +kubebuilder:validation:Enum=Deployment;StatefulSet
 	// +kubebuilder:default=Deployment
 	// +optional
 	Kind string `json:"kind,omitempty"`
-	// Replicas is used when scaling is disabled.
+	// Replicas is the number of pods when scaling is disabled; ignored
+	// while scaling.enabled is true (KEDA decides). Default 1, at least 0;
+	// 0 stops the actor while its queue keeps collecting messages.
+	// Changing it scales without a restart.
 	// +kubebuilder:validation:Minimum=0
 	// +kubebuilder:default=1
 	// +optional
 	Replicas *int32 `json:"replicas,omitempty"`
-	// PythonExecutable runs the runtime script in the asya-runtime container.
+	// PythonExecutable is the interpreter that runs the runtime script in
+	// the asya-runtime container (its command becomes
+	// [pythonExecutable, /opt/asya/asya_runtime.py]). Default python3.
+	// Changing it rolls the pods.
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:default=python3
 	// +optional
 	PythonExecutable string `json:"pythonExecutable,omitempty"`
 
+	// Template is the pod template: the user's containers, one of them
+	// named asya-runtime, plus anything else a core/v1 pod allows.
+	// Required. Changing it rolls the pods.
 	Template PodTemplate `json:"template"`
 }
 
 // PodTemplate is the user's pod template. Its schema is left open so that
 // the CRD stays small; the API server validates the pods it becomes.
 type PodTemplate struct {
+	// Metadata holds the pods' labels and annotations.
 	// +optional
 	// +kubebuilder:pruning:PreserveUnknownFields
 	// +kubebuilder:validation:Schemaless
 	// +kubebuilder:validation:Type=object
 	Metadata PodTemplateMetadata `json:"metadata,omitempty"`
+	// Spec is a core/v1 PodSpec (see kubectl explain pod.spec). It must have
+	// exactly one container named asya-runtime, without a command, and no
+	// container named asya-sidecar.
 	// +kubebuilder:pruning:PreserveUnknownFields
 	// +kubebuilder:validation:Schemaless
 	// +kubebuilder:validation:Type=object
@@ -171,72 +255,107 @@ type PodTemplate struct {
 
 // PodTemplateMetadata is what a pod template's metadata may carry.
 type PodTemplateMetadata struct {
+	// Labels of the pods; asya-sync adds app, asya.sh/asya and
+	// asya.sh/workload.
 	// +optional
 	Labels map[string]string `json:"labels,omitempty"`
+	// Annotations of the pods; asya-sync adds asya.sh/runtime-hash.
 	// +optional
 	Annotations map[string]string `json:"annotations,omitempty"`
 }
 
 // AsyncActorStatus is the observed state, computed by the sync hook.
 type AsyncActorStatus struct {
-	// ObservedGeneration is written by Metacontroller.
+	// ObservedGeneration is the metadata.generation this status was
+	// computed from; written by Metacontroller.
 	// +optional
 	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+	// Conditions TransportReady, WorkloadReady and (with scaling)
+	// ScalingReady; a false one's reason and message say exactly what is
+	// wrong.
 	// +optional
 	// +listType=map
 	// +listMapKey=type
 	Conditions []metav1.Condition `json:"conditions,omitempty"`
 
-	// Status is the one-word summary shown by kubectl.
+	// Status is the one-word summary kubectl shows, the first that applies
+	// of: Terminating, Creating, TransportError, ImagePullError,
+	// RuntimeError, SidecarError, PendingResources, VolumeError,
+	// ConfigError, WorkloadError, ScalingError, Napping, ScalingUp,
+	// ScalingDown, Updating, Degraded, Running.
 	// +optional
 	Status string `json:"status,omitempty"`
-	// Replicas is the number of ready pods.
+	// Replicas is the number of ready pods (kubectl's Running column).
 	// +optional
 	Replicas *int32 `json:"replicas,omitempty"`
+	// ReadyReplicas is the number of ready pods.
 	// +optional
 	ReadyReplicas *int32 `json:"readyReplicas,omitempty"`
+	// TotalReplicas is the number of pods, ready or not.
 	// +optional
 	TotalReplicas *int32 `json:"totalReplicas,omitempty"`
+	// PendingReplicas is the number of pods starting up and not failing.
 	// +optional
 	PendingReplicas *int32 `json:"pendingReplicas,omitempty"`
+	// FailingPods is the number of pods in a failure state (image pull,
+	// crash loop, unschedulable, mount or config errors).
 	// +optional
 	FailingPods *int32 `json:"failingPods,omitempty"`
-	// DesiredReplicas is the HPA's when scaling, else the spec's.
+	// DesiredReplicas is the HPA's desired count when scaling, else
+	// spec.workload.replicas.
 	// +optional
 	DesiredReplicas *int32 `json:"desiredReplicas,omitempty"`
+	// ReadyReplicasSummary is "ready/total".
 	// +optional
 	ReadyReplicasSummary string `json:"readyReplicasSummary,omitempty"`
+	// TransportStatus is Ready when the queue was ensured on the broker,
+	// else NotReady.
 	// +kubebuilder:validation:Enum=Ready;NotReady
 	// +optional
 	TransportStatus string `json:"transportStatus,omitempty"`
+	// ScalingMode is KEDA when scaling is enabled, else Manual.
 	// +kubebuilder:validation:Enum=KEDA;Manual
 	// +optional
 	ScalingMode string `json:"scalingMode,omitempty"`
+	// WorkloadRef names the actor's Deployment or StatefulSet.
 	// +optional
 	WorkloadRef *WorkloadReference `json:"workloadRef,omitempty"`
+	// ScaledObjectRef names the actor's KEDA ScaledObject, when scaling.
 	// +optional
 	ScaledObjectRef *NamespacedName `json:"scaledObjectRef,omitempty"`
+	// LastScaleTime is when KEDA's HPA last changed the replica count.
 	// +optional
 	LastScaleTime *metav1.Time `json:"lastScaleTime,omitempty"`
+	// LastScaleDirection is up or down: the direction of the last scaling.
 	// +kubebuilder:validation:Enum=up;down
 	// +optional
 	LastScaleDirection string `json:"lastScaleDirection,omitempty"`
+	// QueuedMessages is the number of messages waiting in the queue, when
+	// the broker reported it.
 	// +optional
 	QueuedMessages *int64 `json:"queuedMessages,omitempty"`
+	// ProcessingMessages is the number of messages delivered and not yet
+	// acknowledged, when the broker reported it.
 	// +optional
 	ProcessingMessages *int64 `json:"processingMessages,omitempty"`
 }
 
 // WorkloadReference points at the actor's Deployment or StatefulSet.
 type WorkloadReference struct {
+	// APIVersion of the workload (apps/v1).
 	APIVersion string `json:"apiVersion"`
-	Kind       string `json:"kind"`
-	Name       string `json:"name"`
-	Namespace  string `json:"namespace"`
+	// Kind of the workload: Deployment or StatefulSet.
+	Kind string `json:"kind"`
+	// Name of the workload (the actor's name).
+	Name string `json:"name"`
+	// Namespace of the workload (the actor's namespace).
+	Namespace string `json:"namespace"`
 }
 
 // NamespacedName points at an object in a namespace.
 type NamespacedName struct {
-	Name      string `json:"name"`
+	// Name of the object.
+	Name string `json:"name"`
+	// Namespace of the object.
 	Namespace string `json:"namespace"`
 }
