@@ -93,7 +93,8 @@ func childrenOf(t *testing.T, ctx context.Context, ns, name string) map[string]o
 	if err != nil {
 		t.Fatalf("get %s: %v", name, err)
 	}
-	groups, err := env.driver.claimChildren(ctx, ns, str(a, "metadata", "uid"))
+	a["apiVersion"], a["kind"] = actorGVR().APIVersion, actorGVR().Kind
+	groups, err := env.driver.claimChildren(ctx, a)
 	if err != nil {
 		t.Fatal(err)
 	}

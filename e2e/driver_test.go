@@ -6,6 +6,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -140,7 +141,7 @@ func (d *driver) reconcile(ctx context.Context, ns, name string) (*pass, error) 
 	}
 	uid := str(parent, "metadata", "uid")
 
-	observed, err := d.claimChildren(ctx, ns, uid)
+	observed, err := d.claimChildren(ctx, parent)
 	if err != nil {
 		return nil, err
 	}
@@ -243,7 +244,14 @@ func (d *driver) reconcile(ctx context.Context, ns, name string) (*pass, error) 
 			sort.Strings(names)
 			for _, n := range names {
 				c := desired[key][n]
-				if err := d.applyChild(ctx, parent, c); err != nil {
+				group, _ := observed[key].(obj)
+				_, seen := group[d.key(c)]
+				if err := d.applyChild(ctx, parent, c, seen); err != nil {
+					if errors.Is(err, errAlreadyExists) {
+						// Metacontroller swallows AlreadyExists: an object of
+						// that name that it did not claim stays as it is.
+						continue
+					}
 					return nil, fmt.Errorf("apply %s %s: %w", key, n, err)
 				}
 				p.Applied = append(p.Applied, str(c, "kind")+"/"+n)
@@ -281,7 +289,15 @@ func (d *driver) reconcile(ctx context.Context, ns, name string) (*pass, error) 
 	return p, nil
 }
 
-func (d *driver) applyChild(ctx context.Context, parent, c obj) error {
+// errAlreadyExists: a child to create exists already, unclaimed.
+var errAlreadyExists = errors.New("already exists")
+
+// applyChild updates an observed child in place, or creates one that was
+// not observed. Creating fails with errAlreadyExists when an object of that
+// name exists, as Metacontroller's create does. Both are server-side
+// applies by one field manager, so that a field dropped from the desired
+// child is removed, as Metacontroller's three-way merge removes it.
+func (d *driver) applyChild(ctx context.Context, parent, c obj, observed bool) error {
 	last, err := json.Marshal(c)
 	if err != nil {
 		return err
@@ -294,37 +310,97 @@ func (d *driver) applyChild(ctx context.Context, parent, c obj) error {
 		meta["annotations"] = ann
 	}
 	ann[lastAppliedAnnotation] = string(last)
-	meta["ownerReferences"] = []any{obj{
+	meta["ownerReferences"] = []any{controllerRef(parent)}
+	if !observed {
+		r, err := d.kube.byKind(ctx, str(out, "apiVersion"), str(out, "kind"))
+		if err != nil {
+			return err
+		}
+		_, err = d.kube.get(ctx, r, str(out, "metadata", "namespace"), str(out, "metadata", "name"))
+		if err == nil {
+			return errAlreadyExists
+		}
+		if !isStatus(err, 404) {
+			return err
+		}
+	}
+	_, err = d.kube.apply(ctx, out, fieldManager)
+	return err
+}
+
+// claimChildren lists, for every child resource, the objects in the
+// parent's namespace and claims them as Metacontroller's ControllerRef
+// manager does with generateSelector (selector controller-uid=<uid>):
+//   - controlled by the parent and labelled: claimed;
+//   - controlled by the parent, not labelled: released (the parent's
+//     ownerReference removed), unless the parent is being deleted;
+//   - not controlled by anyone, labelled: adopted (a controller reference to
+//     the parent added), unless the parent or the object is being deleted;
+//   - controlled by another owner: ignored.
+//
+// Every group is present, even empty.
+func (d *driver) claimChildren(ctx context.Context, parent obj) (obj, error) {
+	ns, uid := str(parent, "metadata", "namespace"), str(parent, "metadata", "uid")
+	parentDeleting := field(parent, "metadata", "deletionTimestamp") != nil
+	out := obj{}
+	for _, r := range d.kids {
+		items, err := d.kube.list(ctx, r, ns, "")
+		if err != nil {
+			return nil, fmt.Errorf("list %s: %w", r.Resource, err)
+		}
+		group := obj{}
+		for _, it := range items {
+			labelled := str(it, "metadata", "labels", controllerUIDLabel) == uid
+			switch owner := controllerUID(it); {
+			case owner == uid && labelled:
+			case owner == uid && !parentDeleting:
+				if err := d.setOwners(ctx, r, it, withoutOwner(it, uid)); err != nil {
+					return nil, fmt.Errorf("release %s %s: %w", r.Resource, str(it, "metadata", "name"), err)
+				}
+				continue
+			case owner == "" && labelled && !parentDeleting && field(it, "metadata", "deletionTimestamp") == nil:
+				refs, _ := field(it, "metadata", "ownerReferences").([]any)
+				if err := d.setOwners(ctx, r, it, append(refs, controllerRef(parent))); err != nil {
+					return nil, fmt.Errorf("adopt %s %s: %w", r.Resource, str(it, "metadata", "name"), err)
+				}
+			default:
+				continue
+			}
+			group[d.key(it)] = it
+		}
+		out[r.Kind+"."+r.APIVersion] = group
+	}
+	return out, nil
+}
+
+func controllerRef(parent obj) obj {
+	return obj{
 		"apiVersion":         parent["apiVersion"],
 		"kind":               parent["kind"],
 		"name":               str(parent, "metadata", "name"),
 		"uid":                str(parent, "metadata", "uid"),
 		"controller":         true,
 		"blockOwnerDeletion": true,
-	}}
-	_, err = d.kube.apply(ctx, out, fieldManager)
-	return err
+	}
 }
 
-// claimChildren lists, for every child resource, the objects in the
-// parent's namespace that carry the generated selector label and are
-// controlled by the parent. Every group is present, even empty.
-func (d *driver) claimChildren(ctx context.Context, ns, uid string) (obj, error) {
-	out := obj{}
-	for _, r := range d.kids {
-		items, err := d.kube.list(ctx, r, ns, controllerUIDLabel+"="+uid)
-		if err != nil {
-			return nil, fmt.Errorf("list %s: %w", r.Resource, err)
+func withoutOwner(o obj, uid string) []any {
+	refs, _ := field(o, "metadata", "ownerReferences").([]any)
+	out := []any{}
+	for _, r := range refs {
+		if str(r.(obj), "uid") != uid {
+			out = append(out, r)
 		}
-		group := obj{}
-		for _, it := range items {
-			if controllerUID(it) == uid {
-				group[d.key(it)] = it
-			}
-		}
-		out[r.Kind+"."+r.APIVersion] = group
 	}
-	return out, nil
+	return out
+}
+
+// setOwners writes metadata.ownerReferences with an optimistic lock, as
+// Metacontroller's atomic update does.
+func (d *driver) setOwners(ctx context.Context, r gvr, o obj, refs []any) error {
+	patch := obj{"metadata": obj{"ownerReferences": refs, "resourceVersion": str(o, "metadata", "resourceVersion")}}
+	_, err := d.kube.do(ctx, "PATCH", r.path(str(o, "metadata", "namespace"), str(o, "metadata", "name")), patch, "application/merge-patch+json")
+	return err
 }
 
 func controllerUID(o obj) string {

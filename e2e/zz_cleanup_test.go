@@ -20,7 +20,7 @@ func TestFinalizeEverything(t *testing.T) {
 		ns, name := str(a, "metadata", "namespace"), str(a, "metadata", "name")
 		t.Run(ns+"/"+name, func(t *testing.T) {
 			deleteAndFinalize(t, ctx, ns, name)
-			if kids, err := env.driver.claimChildren(ctx, ns, str(a, "metadata", "uid")); err != nil {
+			if kids, err := env.driver.claimChildren(ctx, a); err != nil {
 				t.Fatal(err)
 			} else {
 				for key, g := range kids {
