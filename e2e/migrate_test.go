@@ -1,0 +1,295 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	amqp "github.com/rabbitmq/amqp091-go"
+
+	"github.com/asya-sh/asya-sync/internal/testenv"
+)
+
+const operatorFinalizer = "asya.sh/finalizer"
+
+// docBlock returns the shell block of doc that follows the marker
+// <!-- e2e: name -->, so that a test runs what the documentation says.
+func docBlock(t *testing.T, doc, name string) string {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join(env.root, doc))
+	if err != nil {
+		t.Fatal(err)
+	}
+	re := regexp.MustCompile("(?s)<!-- e2e: " + regexp.QuoteMeta(name) + " -->\n```sh\n(.*?)```")
+	m := re.FindSubmatch(data)
+	if m == nil {
+		t.Fatalf("%s has no block marked <!-- e2e: %s -->", doc, name)
+	}
+	return string(m[1])
+}
+
+// runDocBlock runs a documented shell block with bash, with the built
+// kubectl first on PATH, pointed at the test API server, and NS set (and
+// vars, as NAME=value).
+func runDocBlock(t *testing.T, doc, name, ns string, vars ...string) string {
+	t.Helper()
+	cmd := exec.Command("bash", "-euo", "pipefail", "-c", docBlock(t, doc, name))
+	cmd.Env = append(os.Environ(), "PATH="+env.bin+string(os.PathListSeparator)+os.Getenv("PATH"),
+		"KUBECONFIG="+env.cluster.kubeconfig, "NS="+ns)
+	cmd.Env = append(cmd.Env, vars...)
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("%s block %q: %v\n%s", doc, name, err, out)
+	}
+	return string(out)
+}
+
+// operatorState creates what the Asya operator (0.3.x) leaves for a
+// RabbitMQ actor with scaling on: the actor with the operator's finalizer,
+// its Deployment, ScaledObject, TriggerAuthentication and credential copy
+// controlled by the actor, and the namespace's shared runtime ConfigMap.
+func operatorState(t *testing.T, ctx context.Context, ns, name string) obj {
+	t.Helper()
+	k := env.cluster.client
+	a := loadActor(t, filepath.Join(env.root, "e2e", "testdata", "actors", "manual.yaml"), ns)
+	meta := mapAt(a, "metadata")
+	meta["name"] = name
+	meta["finalizers"] = []any{operatorFinalizer}
+	mapAt(a, "spec")["transport"] = "rabbitmq"
+	mapAt(a, "spec")["scaling"] = obj{"enabled": true}
+	created, err := k.create(ctx, a, false)
+	if err != nil {
+		t.Fatalf("create actor: %v", err)
+	}
+	created["apiVersion"], created["kind"] = actorGVR().APIVersion, actorGVR().Kind
+	owned := func(kind, apiVersion, n string) obj {
+		return obj{"apiVersion": apiVersion, "kind": kind, "metadata": obj{
+			"name": n, "namespace": ns,
+			"labels": obj{"app.kubernetes.io/name": name, "app.kubernetes.io/part-of": "asya",
+				"app.kubernetes.io/managed-by": "asya-operator"},
+			"ownerReferences": []any{controllerRef(created)},
+		}}
+	}
+	selector := obj{"app": name, "asya.sh/asya": name, "asya.sh/workload": "deployment"}
+	probe := obj{"exec": obj{"command": []any{"sh", "-c",
+		"test -S /var/run/asya/asya-runtime.sock && test -f /var/run/asya/runtime-ready"}}}
+	deploy := owned("Deployment", "apps/v1", name)
+	deploy["spec"] = obj{
+		"replicas": 1,
+		"selector": obj{"matchLabels": selector},
+		"template": obj{
+			"metadata": obj{"labels": obj{"app": name, "asya.sh/asya": name, "asya.sh/workload": "deployment", "team": "e2e"}},
+			"spec": obj{
+				"terminationGracePeriodSeconds": 20,
+				"containers": []any{
+					obj{"name": "asya-runtime", "image": "python:3.12-slim",
+						"command": []any{"python3", "/opt/asya/asya_runtime.py"},
+						"env": []any{
+							obj{"name": "ASYA_HANDLER", "value": "handlers.echo"},
+							obj{"name": "ASYA_SOCKET_DIR", "value": "/var/run/asya"},
+						},
+						"volumeMounts": []any{
+							obj{"name": "socket-dir", "mountPath": "/var/run/asya"},
+							obj{"name": "tmp", "mountPath": "/tmp"},
+							obj{"name": "asya-runtime", "mountPath": "/opt/asya/asya_runtime.py", "subPath": "asya_runtime.py", "readOnly": true},
+						},
+						"startupProbe": probe, "readinessProbe": probe, "livenessProbe": probe,
+					},
+					obj{"name": "asya-sidecar", "image": "ghcr.io/deliveryhero/asya-sidecar:0.3.10",
+						"env": []any{
+							obj{"name": "ASYA_ACTOR_NAME", "value": name},
+							obj{"name": "ASYA_TRANSPORT", "value": "rabbitmq"},
+							obj{"name": "ASYA_RABBITMQ_HOST", "value": "127.0.0.1"},
+							obj{"name": "ASYA_RABBITMQ_PASSWORD", "valueFrom": obj{"secretKeyRef": obj{"name": name + "-transport-creds", "key": "password"}}},
+							obj{"name": "ASYA_SOCKET_DIR", "value": "/var/run/asya"},
+						},
+						"volumeMounts": []any{
+							obj{"name": "socket-dir", "mountPath": "/var/run/asya"},
+							obj{"name": "tmp", "mountPath": "/tmp"},
+						},
+					},
+				},
+				"volumes": []any{
+					obj{"name": "socket-dir", "emptyDir": obj{}},
+					obj{"name": "tmp", "emptyDir": obj{}},
+					obj{"name": "asya-runtime", "configMap": obj{"name": "asya-runtime", "defaultMode": 0o755}},
+				},
+			},
+		},
+	}
+	so := owned("ScaledObject", "keda.sh/v1alpha1", name)
+	so["spec"] = obj{
+		"scaleTargetRef":  obj{"name": name},
+		"minReplicaCount": 0, "maxReplicaCount": 50, "pollingInterval": 10, "cooldownPeriod": 300,
+		"triggers": []any{obj{"type": "rabbitmq",
+			"metadata":          obj{"queueName": "asya-" + name, "mode": "QueueLength", "value": "5", "protocol": "amqp", "host": "amqp://127.0.0.1:5672"},
+			"authenticationRef": obj{"name": name + "-trigger-auth"},
+		}},
+	}
+	ta := owned("TriggerAuthentication", "keda.sh/v1alpha1", name+"-trigger-auth")
+	ta["spec"] = obj{"secretTargetRef": []any{obj{"parameter": "password", "name": name + "-transport-creds", "key": "password"}}}
+	creds := owned("Secret", "v1", name+"-transport-creds")
+	creds["stringData"] = obj{"password": "guest", "username": "guest"}
+	shared := obj{"apiVersion": "v1", "kind": "ConfigMap", "metadata": obj{
+		"name": "asya-runtime", "namespace": ns,
+		"labels": obj{"app.kubernetes.io/name": "asya-runtime", "app.kubernetes.io/part-of": "asya"},
+	}, "data": obj{"asya_runtime.py": "# the operator's copy of the runtime\n"}}
+	for _, o := range []obj{deploy, so, ta, creds, shared} {
+		if _, err := k.create(ctx, o, false); err != nil {
+			t.Fatalf("create %s %s: %v", str(o, "kind"), str(o, "metadata", "name"), err)
+		}
+	}
+	return created
+}
+
+// queueWithMessages declares the actor's queue as the operator did (durable, no
+// arguments, bound with routing key asya-X) and publishes n messages.
+func queueWithMessages(t *testing.T, conn *amqp.Connection, actor string, n int) {
+	t.Helper()
+	ch, err := conn.Channel()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ch.Close()
+	q := "asya-" + actor
+	if err := ch.ExchangeDeclare("asya-e2e", "topic", true, false, false, false, nil); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ch.QueueDeclare(q, true, false, false, false, nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := ch.QueueBind(q, q, "asya-e2e", false, nil); err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < n; i++ {
+		body := fmt.Sprintf(`{"id":"m%d","route":{"actors":[%q],"current":0},"payload":{"n":%d}}`, i, actor, i)
+		if err := ch.PublishWithContext(context.Background(), "", q, false, false,
+			amqp.Publishing{ContentType: "application/json", DeliveryMode: amqp.Persistent, Body: []byte(body)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+func queueMessages(t *testing.T, conn *amqp.Connection, queue string) int {
+	t.Helper()
+	ch, err := conn.Channel()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ch.Close()
+	q, err := ch.QueueDeclarePassive(queue, true, false, false, false, nil)
+	if err != nil {
+		t.Fatalf("queue %s: %v", queue, err)
+	}
+	return q.Messages
+}
+
+// TestMigrateFromOperator runs docs/migrate.md on the state the Asya
+// operator leaves behind.
+func TestMigrateFromOperator(t *testing.T) {
+	if !env.rabbit {
+		testenv.Missing(t, "RabbitMQ", fmt.Errorf("not listening on 127.0.0.1:5672"))
+	}
+	ctx := ctxFor(t, 3*time.Minute)
+	ns, name := "e2e-migrate", "migrated-"+env.runID
+	ensureNamespace(t, ctx, ns, true)
+	rabbit := testenv.Rabbit(t)
+	const messages = 7
+	queueWithMessages(t, rabbit, name, messages)
+	t.Cleanup(func() {
+		if testenv.QueueExists(t, rabbit, "asya-"+name) {
+			testenv.DeleteQueue(t, rabbit, "asya-"+name)
+		}
+	})
+	actor := operatorState(t, ctx, ns, name)
+	uid := str(actor, "metadata", "uid")
+	k := env.cluster.client
+	deployGVR, err := k.byKind(ctx, "apps/v1", "Deployment")
+	if err != nil {
+		t.Fatal(err)
+	}
+	before, err := k.get(ctx, deployGVR, ns, name)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	// Steps 1 and 2 (stop the operator, apply the CRD) have nothing to do
+	// here: no operator runs, and the CRD is this repository's.
+	runDocBlock(t, "docs/migrate.md", "label-children", ns)
+	for _, child := range []string{"deployment/" + name, "scaledobjects.keda.sh/" + name, "triggerauthentications.keda.sh/" + name + "-trigger-auth"} {
+		got := kubectl(t, "get", child, "-n", ns, "-o", "jsonpath={.metadata.labels.controller-uid}")
+		if got != uid {
+			t.Errorf("%s: controller-uid label %q after step 3, want %q", child, got, uid)
+		}
+	}
+
+	// Step 4: asya-sync syncs the actor, as Metacontroller runs it.
+	converge(t, ctx, ns, name)
+	a := getActor(t, ctx, ns, name)
+	if st := str(a, "status", "status"); st == "Creating" || str(a, "status", "transportStatus") != "Ready" {
+		t.Fatalf("after the takeover: status %s", mustJSON(a["status"]))
+	}
+	if !hasFinalizer(a, env.driver.finalizer()) {
+		t.Errorf("Metacontroller's finalizer missing: %v", finalizers(a))
+	}
+	after, err := k.get(ctx, deployGVR, ns, name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if str(after, "metadata", "uid") != str(before, "metadata", "uid") || controllerUID(after) != uid {
+		t.Fatalf("the operator's Deployment was not adopted: uid %s -> %s, controller %s",
+			str(before, "metadata", "uid"), str(after, "metadata", "uid"), controllerUID(after))
+	}
+	if !strings.Contains(mustJSON(field(after, "spec", "template", "spec", "volumes")), `"name":"`+name+`-asya-runtime"`) {
+		t.Errorf("Deployment still mounts the shared runtime ConfigMap: %s", mustJSON(field(after, "spec", "template", "spec", "volumes")))
+	}
+	gen := func(o obj) int64 { v, _ := field(o, "metadata", "generation").(float64); return int64(v) }
+	if gen(after) != gen(before)+1 {
+		t.Errorf("Deployment generation %d -> %d: want exactly one template change (one rolling restart)", gen(before), gen(after))
+	}
+	converge(t, ctx, ns, name)
+	if again, err := k.get(ctx, deployGVR, ns, name); err != nil || gen(again) != gen(after) {
+		t.Errorf("a further sync changed the Deployment again (generation %d -> %d, %v)", gen(after), gen(again), err)
+	}
+	kids := childrenOf(t, ctx, ns, name)
+	for _, want := range []string{"Deployment/" + name, "ScaledObject/" + name, "TriggerAuthentication/" + name + "-trigger-auth", "ConfigMap/" + name + "-asya-runtime"} {
+		if kids[want] == nil {
+			t.Errorf("%s not among the actor's children after the takeover: %v", want, keys(kids))
+		}
+	}
+	if n := queueMessages(t, rabbit, "asya-"+name); n != messages {
+		t.Errorf("queue asya-%s holds %d messages after the takeover, want %d", name, n, messages)
+	}
+
+	// Step 5: the operator's finalizer goes; Metacontroller's stays.
+	runDocBlock(t, "docs/migrate.md", "drop-operator-finalizer", ns)
+	a = getActor(t, ctx, ns, name)
+	if got := finalizers(a); len(got) != 1 || got[0] != env.driver.finalizer() {
+		t.Errorf("finalizers after step 5: %v, want only %s", got, env.driver.finalizer())
+	}
+
+	// Step 6: the shared ConfigMap goes; the actor's own stays.
+	runDocBlock(t, "docs/migrate.md", "delete-shared-configmap", ns)
+	cmGVR, _ := k.byKind(ctx, "v1", "ConfigMap")
+	if _, err := k.get(ctx, cmGVR, ns, "asya-runtime"); !isStatus(err, 404) {
+		t.Errorf("shared ConfigMap asya-runtime after step 6: %v", err)
+	}
+	converge(t, ctx, ns, name)
+	if n := queueMessages(t, rabbit, "asya-"+name); n != messages {
+		t.Errorf("queue asya-%s holds %d messages at the end of the migration, want %d", name, n, messages)
+	}
+
+	// Deleting the migrated actor completes, and its queue goes with it.
+	deleteAndFinalize(t, ctx, ns, name)
+	if testenv.QueueExists(t, rabbit, "asya-"+name) {
+		t.Errorf("queue asya-%s still there after the actor was deleted", name)
+	}
+}
