@@ -76,9 +76,9 @@ func TestExampleValues(t *testing.T) {
 			// Another CompositeController name: manifests/ already installed
 			// the one called asya-sync.
 			args := []string{"install", release, "./chart", "-n", ns, "-f", "examples/" + tc.file,
-				"--set", "compositeController.name=asya-sync-" + release, "--wait", "--timeout", "60s"}
+				"--set", "compositeController.name=asya-sync-" + release}
 			for _, s := range tc.set {
-				args = append(args, "--set", s)
+				args = append(args, "--set-string", s)
 			}
 			if _, err := env.helm(args...); err != nil {
 				t.Fatal(err)
