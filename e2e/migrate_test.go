@@ -150,8 +150,9 @@ func operatorState(t *testing.T, ctx context.Context, ns, name string) obj {
 	return created
 }
 
-// queueWithMessages declares the actor's queue as the operator did (durable, no
-// arguments, bound with routing key asya-X) and publishes n messages.
+// queueWithMessages declares the actor's queue as the operator did
+// (durable, no arguments, bound with routing key asya-X) and publishes n
+// messages to it.
 func queueWithMessages(t *testing.T, conn *amqp.Connection, actor string, n int) {
 	t.Helper()
 	ch, err := conn.Channel()
@@ -170,26 +171,8 @@ func queueWithMessages(t *testing.T, conn *amqp.Connection, actor string, n int)
 		t.Fatal(err)
 	}
 	for i := 0; i < n; i++ {
-		body := fmt.Sprintf(`{"id":"m%d","route":{"actors":[%q],"current":0},"payload":{"n":%d}}`, i, actor, i)
-		if err := ch.PublishWithContext(context.Background(), "", q, false, false,
-			amqp.Publishing{ContentType: "application/json", DeliveryMode: amqp.Persistent, Body: []byte(body)}); err != nil {
-			t.Fatal(err)
-		}
+		publish(t, conn, q)
 	}
-}
-
-func queueMessages(t *testing.T, conn *amqp.Connection, queue string) int {
-	t.Helper()
-	ch, err := conn.Channel()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ch.Close()
-	q, err := ch.QueueDeclarePassive(queue, true, false, false, false, nil)
-	if err != nil {
-		t.Fatalf("queue %s: %v", queue, err)
-	}
-	return q.Messages
 }
 
 // TestMigrateFromOperator runs docs/migrate.md on the state the Asya
@@ -265,9 +248,7 @@ func TestMigrateFromOperator(t *testing.T) {
 			t.Errorf("%s not among the actor's children after the takeover: %v", want, keys(kids))
 		}
 	}
-	if n := queueMessages(t, rabbit, "asya-"+name); n != messages {
-		t.Errorf("queue asya-%s holds %d messages after the takeover, want %d", name, n, messages)
-	}
+	wantMessages(t, rabbit, "asya-"+name, messages, "after the takeover")
 
 	// Step 5: the operator's finalizer goes; Metacontroller's stays.
 	runDocBlock(t, "docs/migrate.md", "drop-operator-finalizer", ns)
@@ -283,9 +264,7 @@ func TestMigrateFromOperator(t *testing.T) {
 		t.Errorf("shared ConfigMap asya-runtime after step 6: %v", err)
 	}
 	converge(t, ctx, ns, name)
-	if n := queueMessages(t, rabbit, "asya-"+name); n != messages {
-		t.Errorf("queue asya-%s holds %d messages at the end of the migration, want %d", name, n, messages)
-	}
+	wantMessages(t, rabbit, "asya-"+name, messages, "at the end of the migration")
 
 	// Deleting the migrated actor completes, and its queue goes with it.
 	deleteAndFinalize(t, ctx, ns, name)

@@ -61,7 +61,5 @@ func TestStuckActorRelease(t *testing.T) {
 	if _, err := k.get(ctx, actorGVR(), ns, name); !isStatus(err, 404) {
 		t.Fatalf("actor after the documented patch: %v, want gone", err)
 	}
-	if n := queueMessages(t, rabbit, queue); n != messages {
-		t.Errorf("queue %s holds %d messages after the release, want %d", queue, n, messages)
-	}
+	wantMessages(t, rabbit, queue, messages, "after the release")
 }
