@@ -82,6 +82,17 @@ func (c *amqpConnection) current() (*amqp.Connection, error) {
 	return nil, nil
 }
 
+// state reports whether the connection is open; known is false before
+// the first dial and once closed.
+func (c *amqpConnection) state() (open, known bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed || (c.conn == nil && c.lastErr == nil) {
+		return false, false
+	}
+	return c.conn != nil && !c.conn.IsClosed(), true
+}
+
 func (c *amqpConnection) backingOff() error {
 	c.mu.Lock()
 	defer c.mu.Unlock()

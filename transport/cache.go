@@ -23,6 +23,10 @@ type Cached struct {
 	now    func() time.Time
 	flight singleflight.Group
 
+	// Lookups, when set, learns of every Ensure whether the cache answered
+	// it (hit) or passed it on (miss).
+	Lookups func(hit bool)
+
 	mu sync.Mutex
 	// ensured is keyed by the whole Queue: actor, namespace and settings.
 	ensured map[Queue]time.Time     // until when
@@ -57,7 +61,11 @@ func (c *Cached) Ensure(ctx context.Context, q Queue) error {
 	if c.ttl <= 0 {
 		return c.inner.Ensure(ctx, q)
 	}
-	if c.fresh(q) {
+	hit := c.fresh(q)
+	if c.Lookups != nil {
+		c.Lookups(hit)
+	}
+	if hit {
 		return nil
 	}
 	result := c.flight.DoChan(q.key(), func() (any, error) {

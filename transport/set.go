@@ -17,6 +17,9 @@ type Options struct {
 	// HTTPClient is used for SQS and the RabbitMQ management API; nil
 	// means the default client.
 	HTTPClient *http.Client
+	// Metrics, when set, measures the transports' broker operations and
+	// ensure-cache lookups, and reports their brokers' state.
+	Metrics *Metrics
 }
 
 // Set holds one Transport per enabled configured transport, each behind
@@ -42,7 +45,14 @@ func Open(cfg *config.Config, opts Options) (Set, error) {
 			_ = set.Close()
 			return Set{}, err
 		}
-		set.byName[name] = NewCached(broker, cfg.QueueCacheTTL.Duration, opts.Now)
+		if opts.Metrics != nil {
+			broker = opts.Metrics.instrument(name, broker)
+		}
+		cached := NewCached(broker, cfg.QueueCacheTTL.Duration, opts.Now)
+		if opts.Metrics != nil {
+			cached.Lookups = opts.Metrics.cacheLookups(name)
+		}
+		set.byName[name] = cached
 	}
 	return set, nil
 }

@@ -1,0 +1,164 @@
+package transport
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// Metrics are the broker-side Prometheus metrics of the transports Open
+// builds: every queue operation that reaches a broker, every ensure-cache
+// lookup, and whether each broker can be reached.
+type Metrics struct {
+	operations *prometheus.HistogramVec
+	lookups    *prometheus.CounterVec
+	up         *prometheus.Desc
+
+	mu         sync.Mutex
+	transports []*instrumented
+}
+
+// Operation outcomes besides the Reason* values of a failure.
+const OutcomeOK = "ok"
+
+// NewMetrics registers the transport metrics with reg.
+func NewMetrics(reg prometheus.Registerer) *Metrics {
+	m := &Metrics{
+		operations: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "asya_sync_transport_operation_duration_seconds",
+			Help:    "Queue operations that reached a broker, by transport, operation (ensure, delete, counts) and outcome (ok or the failure reason).",
+			Buckets: prometheus.ExponentialBuckets(0.001, 2, 14),
+		}, []string{"transport", "operation", "outcome"}),
+		lookups: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "asya_sync_queue_cache_lookups_total",
+			Help: "Queue ensures answered from the ensure cache (hit) or passed to the broker (miss), by transport.",
+		}, []string{"transport", "result"}),
+		up: prometheus.NewDesc("asya_sync_broker_up",
+			"1 when the transport's broker is reachable, 0 when not; absent until the broker was first used. "+
+				"RabbitMQ: its AMQP connection is open. SQS: its last call got an answer from SQS.",
+			[]string{"transport"}, nil),
+	}
+	reg.MustRegister(m.operations, m.lookups, m)
+	return m
+}
+
+// Describe implements prometheus.Collector for asya_sync_broker_up.
+func (m *Metrics) Describe(ch chan<- *prometheus.Desc) { ch <- m.up }
+
+// Collect reports the state of every open transport.
+func (m *Metrics) Collect(ch chan<- prometheus.Metric) {
+	m.mu.Lock()
+	transports := append([]*instrumented(nil), m.transports...)
+	m.mu.Unlock()
+	for _, t := range transports {
+		up, known := t.reachable()
+		if !known {
+			continue
+		}
+		v := 0.0
+		if up {
+			v = 1
+		}
+		ch <- prometheus.MustNewConstMetric(m.up, prometheus.GaugeValue, v, t.name)
+	}
+}
+
+// instrument wraps the broker of the named transport so that its
+// operations are measured and its state reported.
+func (m *Metrics) instrument(name string, broker Transport) Transport {
+	t := &instrumented{inner: broker, name: name, operations: m.operations.MustCurryWith(prometheus.Labels{"transport": name})}
+	m.mu.Lock()
+	m.transports = append(m.transports, t)
+	m.mu.Unlock()
+	return t
+}
+
+// cacheLookups counts the ensure-cache lookups of the named transport.
+func (m *Metrics) cacheLookups(name string) func(hit bool) {
+	hits, misses := m.lookups.WithLabelValues(name, "hit"), m.lookups.WithLabelValues(name, "miss")
+	return func(hit bool) {
+		if hit {
+			hits.Inc()
+		} else {
+			misses.Inc()
+		}
+	}
+}
+
+// connectionReporter is a transport with a connection of its own, whose
+// state says whether the broker is reachable.
+type connectionReporter interface {
+	// connected reports whether the connection is open; known is false
+	// before the first attempt and after Close.
+	connected() (up, known bool)
+}
+
+// instrumented measures each operation of the transport it wraps.
+type instrumented struct {
+	inner      Transport
+	name       string
+	operations prometheus.ObserverVec
+
+	mu       sync.Mutex
+	answered bool // the last operation got an answer from the broker
+	used     bool
+	closed   bool
+}
+
+func (t *instrumented) Ensure(ctx context.Context, q Queue) error {
+	return t.observe("ensure", func() error { return t.inner.Ensure(ctx, q) })
+}
+
+func (t *instrumented) Delete(ctx context.Context, q Queue) error {
+	return t.observe("delete", func() error { return t.inner.Delete(ctx, q) })
+}
+
+func (t *instrumented) Counts(ctx context.Context, q Queue) (Counts, error) {
+	var counts Counts
+	err := t.observe("counts", func() error {
+		var err error
+		counts, err = t.inner.Counts(ctx, q)
+		return err
+	})
+	return counts, err
+}
+
+func (t *instrumented) Close() error {
+	t.mu.Lock()
+	t.closed = true
+	t.mu.Unlock()
+	return t.inner.Close()
+}
+
+func (t *instrumented) observe(operation string, op func() error) error {
+	start := time.Now()
+	err := op()
+	outcome := OutcomeOK
+	if err != nil {
+		outcome = AsError(err).Reason
+	}
+	t.operations.WithLabelValues(operation, outcome).Observe(time.Since(start).Seconds())
+	t.mu.Lock()
+	t.used, t.answered = true, outcome != ReasonBrokerUnavailable
+	t.mu.Unlock()
+	return err
+}
+
+// reachable is the connection's state where the transport has one, else
+// whether its last operation got an answer.
+func (t *instrumented) reachable() (up, known bool) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.closed {
+		return false, false
+	}
+	if c, ok := t.inner.(connectionReporter); ok {
+		return c.connected()
+	}
+	return t.answered, t.used
+}
+
+// connected reports the state of the AMQP connection.
+func (r *RabbitMQ) connected() (up, known bool) { return r.conn.state() }
