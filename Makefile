@@ -1,5 +1,6 @@
 # The tier a change must pass: unit, golden and integration tests (with the
-# brokers started by .ci/services.sh), the runtime's own tests, and vet.
+# brokers started by .ci/services.sh), the alerting rules' promtool tests,
+# the runtime's own tests, and vet.
 GO ?= go
 # The build's identity, printed by `asya-sync version` and logged at startup.
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo devel)
@@ -7,7 +8,7 @@ COMMIT ?= $(shell git rev-parse HEAD 2>/dev/null || echo unknown)
 LDFLAGS := -s -w -X github.com/asya-sh/asya-sync/internal/version.version=$(VERSION) \
 	-X github.com/asya-sh/asya-sync/internal/version.commit=$(COMMIT)
 
-.PHONY: run test services vet unit runtime-test e2e build
+.PHONY: run test services rules vet unit runtime-test e2e build
 
 run:
 	$(GO) run ./cmd/asya-sync render -f examples/hello-actor.yaml --config examples/config.yaml
@@ -18,6 +19,10 @@ build:
 services:
 	bash .ci/services.sh
 
+# promtool check/test of the chart's alerting rules (installs promtool).
+rules:
+	bash .ci/rules.sh
+
 vet:
 	$(GO) vet ./...
 
@@ -27,7 +32,7 @@ unit:
 runtime-test:
 	python3 -m unittest discover -s runtime -p 'test_*.py'
 
-test: services vet unit runtime-test
+test: services rules vet unit runtime-test
 
 e2e:
 	bash .ci/e2e.sh
