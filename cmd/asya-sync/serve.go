@@ -25,6 +25,8 @@ func runServe(args []string) error {
 	configPath := fs.String("config", os.Getenv("ASYA_SYNC_CONFIG"), "service configuration file")
 	listen := fs.String("listen", ":8080", "address to listen on")
 	maxBody := fs.Int64("max-body-bytes", DefaultMaxBody, "largest hook request accepted")
+	hookTimeout := fs.Duration("hook-timeout", 10*time.Second, "Metacontroller's webhook timeout, exported for the hook latency alert")
+	actorWindow := fs.Duration("actor-status-window", DefaultActorStatusWindow, "how long asya_sync_actors counts an actor after its last sync here")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -42,7 +44,9 @@ func runServe(args []string) error {
 	if err != nil {
 		return err
 	}
-	brokers, err := transport.Open(cfg, transport.Options{})
+	metrics := newMetrics()
+	metrics.addServiceMetrics(*hookTimeout, *actorWindow)
+	brokers, err := transport.Open(cfg, transport.Options{Metrics: transport.NewMetrics(metrics.registry)})
 	if err != nil {
 		return err
 	}
@@ -51,7 +55,7 @@ func runServe(args []string) error {
 		sync:     &hooksync.Handler{Config: cfg, Transports: brokers, Script: script, Now: time.Now},
 		finalize: &finalize.Handler{Config: cfg, Transports: brokers, Now: time.Now},
 		log:      log,
-		metrics:  newMetrics(),
+		metrics:  metrics,
 		maxBody:  *maxBody,
 	}
 	return srv.listenAndServe(*listen)

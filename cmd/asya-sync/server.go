@@ -79,6 +79,7 @@ func (s *server) hook(name string, fn hookFunc) http.HandlerFunc {
 		// Counted before answering, so a caller that reads /metrics after
 		// its answer sees its own call.
 		s.metrics.observe(name, code, out.result, elapsed)
+		s.metrics.actors.record(name, code, out)
 		s.logCall(name, code, out, err, elapsed)
 		if err != nil {
 			writeJSON(w, code, map[string]string{"error": err.Error()})
@@ -188,6 +189,7 @@ type metrics struct {
 	registry *prometheus.Registry
 	calls    *prometheus.CounterVec
 	duration *prometheus.HistogramVec
+	actors   *actorStatuses // nil unless addServiceMetrics ran
 }
 
 func newMetrics() *metrics {
@@ -198,7 +200,8 @@ func newMetrics() *metrics {
 		}, []string{"hook", "code", "outcome"}),
 		duration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name: "asya_sync_hook_duration_seconds", Help: "Hook call latency.",
-			Buckets: prometheus.ExponentialBuckets(0.0005, 2, 14),
+			// Up to 32 s: past any webhook timeout Metacontroller is given.
+			Buckets: prometheus.ExponentialBuckets(0.0005, 2, 17),
 		}, []string{"hook"}),
 	}
 	m.registry.MustRegister(m.calls, m.duration, prometheus.NewGoCollector(), prometheus.NewProcessCollector(prometheus.ProcessCollectorOpts{}))
