@@ -19,6 +19,7 @@ ROOT=$PWD
 BIN=${ASYA_E2E_BIN:-$ROOT/.cache/bin}
 TOOLS=(kube-apiserver etcd controller-gen helm kubectl)
 KEDA_VERSION=v2.21.0
+PROMETHEUS_OPERATOR_VERSION=v0.85.0
 
 log() { printf '[e2e %s] %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
 
@@ -219,6 +220,20 @@ keda_crds() {
   KEDA_CRDS=$dir/config/crd/bases
 }
 
+# prometheus_operator_crds sets PROMETHEUS_OPERATOR_CRDS to the directory of
+# the Prometheus Operator's CRDs (ServiceMonitor, PrometheusRule), the same
+# way as keda_crds.
+prometheus_operator_crds() {
+  local dir mod=github.com/prometheus-operator/prometheus-operator@$PROMETHEUS_OPERATOR_VERSION
+  mkdir -p "$SCRATCH/nomodule"
+  dir=$(cd "$SCRATCH/nomodule" && GOFLAGS= go mod download -json "$mod" |
+    sed -n 's/^[[:space:]]*"Dir": "\(.*\)",$/\1/p') || true
+  if [ -z "$dir" ] || [ ! -d "$dir/example/prometheus-operator-crd" ]; then
+    missing "Prometheus Operator $PROMETHEUS_OPERATOR_VERSION CRDs not found (go mod download $mod failed)"
+  fi
+  PROMETHEUS_OPERATOR_CRDS=$dir/example/prometheus-operator-crd
+}
+
 run_e2e() {
   local start=$SECONDS
   require_tools
@@ -230,6 +245,8 @@ run_e2e() {
   export ASYA_E2E_BIN=$BIN
   keda_crds
   export ASYA_E2E_KEDA_CRDS=$KEDA_CRDS
+  prometheus_operator_crds
+  export ASYA_E2E_PROMETHEUS_OPERATOR_CRDS=$PROMETHEUS_OPERATOR_CRDS
   export ASYA_SYNC_BIN=$ROOT/.cache/e2e/asya-sync
   log "running the e2e tests"
   go test -tags e2e -count=1 -timeout 15m ${E2E_TEST_FLAGS:--v} ./e2e/ "$@"

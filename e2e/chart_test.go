@@ -192,3 +192,48 @@ func TestHelmTemplateWithoutKEDA(t *testing.T) {
 		t.Errorf("child resources without KEDA: %s", got)
 	}
 }
+
+// With the ServiceMonitor, PrometheusRule and dashboard on, the API server
+// (with the Prometheus Operator's CRDs) admits every object; the rules are
+// the promtool-tested file, the dashboard carries the sidecar's label, and
+// the service learns the webhook timeout the alert compares against.
+func TestHelmTemplateMonitoring(t *testing.T) {
+	ctx := ctxFor(t, time.Minute)
+	ns := "e2e-helm-monitoring"
+	ensureNamespace(t, ctx, ns, false)
+	objs := renderChart(t, ns, "--set", "metrics.serviceMonitor.enabled=true", "--set", "metrics.prometheusRule.enabled=true",
+		"--set", "metrics.dashboard.enabled=true", "--set", "compositeController.hookTimeout=25s")
+	for _, k := range []string{"ServiceMonitor/asya-sync", "PrometheusRule/asya-sync", "ConfigMap/asya-sync-dashboard"} {
+		o := objs[k]
+		if o == nil {
+			t.Fatalf("no %s in %v", k, keys(objs))
+		}
+		if err := dryRunApply(ctx, o); err != nil {
+			t.Errorf("API server rejects %s: %v", k, err)
+		}
+	}
+
+	alerts, err := readYAMLDocs(filepath.Join(env.root, "chart", "files", "alerts.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := mustJSON(objs["PrometheusRule/asya-sync"]["spec"]), mustJSON(alerts[0]); got != want {
+		t.Errorf("PrometheusRule spec differs from chart/files/alerts.yaml:\n%s\n%s", got, want)
+	}
+	dashboard, err := os.ReadFile(filepath.Join(env.root, "chart", "files", "dashboard.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cm := objs["ConfigMap/asya-sync-dashboard"]
+	if str(cm, "metadata", "labels", "grafana_dashboard") != "1" || str(cm, "data", "asya-sync.json") != strings.TrimSpace(string(dashboard)) {
+		t.Errorf("dashboard ConfigMap: labels %v, data differs from chart/files/dashboard.json: %v",
+			field(cm, "metadata", "labels"), str(cm, "data", "asya-sync.json") != strings.TrimSpace(string(dashboard)))
+	}
+	sm := objs["ServiceMonitor/asya-sync"]
+	if !strings.Contains(mustJSON(sm), `"port":"http"`) || !strings.Contains(mustJSON(sm), `"path":"/metrics"`) {
+		t.Errorf("ServiceMonitor endpoints: %s", mustJSON(field(sm, "spec", "endpoints")))
+	}
+	if js := mustJSON(objs["Deployment/asya-sync"]); !strings.Contains(js, `"--hook-timeout","25s"`) {
+		t.Errorf("the service is not given the webhook timeout: %s", js)
+	}
+}

@@ -9,6 +9,8 @@
 //
 //	ASYA_E2E_BIN             directory with kube-apiserver, etcd, kubectl, helm (default .cache/bin)
 //	ASYA_E2E_KEDA_CRDS       directory with KEDA's CRDs (default: KEDA v2.21.0 in the module cache)
+//	ASYA_E2E_PROMETHEUS_OPERATOR_CRDS
+//	                         directory with the Prometheus Operator's CRDs (default: v0.85.0 in the module cache)
 //	ASYA_SYNC_BIN            asya-sync binary to test (default: built from this tree)
 //	ASYA_SQS_PORT            SQS emulator port (default 9324)
 //	ASYA_REQUIRE_INTEGRATION 1 turns every missing piece into a failure
@@ -44,6 +46,7 @@ type testEnv struct {
 	sqs     bool
 	sqsURL  string
 	kedaCRD string
+	promCRD string
 	syncBin string
 	// runID suffixes SQS actor names: SQS refuses to re-create a queue
 	// within 60 s of deleting it, and every run deletes its queues.
@@ -131,7 +134,11 @@ func setup() (e *testEnv, skip bool, err error) {
 			return nil, true, fmt.Errorf("%s missing in %s (run .ci/e2e.sh tools)", tool, e.bin)
 		}
 	}
-	if e.kedaCRD, err = kedaCRDDir(); err != nil {
+	if e.kedaCRD, err = moduleCRDDir("ASYA_E2E_KEDA_CRDS", "github.com/kedacore/keda/v2@v2.21.0", "config/crd/bases"); err != nil {
+		return nil, true, err
+	}
+	if e.promCRD, err = moduleCRDDir("ASYA_E2E_PROMETHEUS_OPERATOR_CRDS",
+		"github.com/prometheus-operator/prometheus-operator@v0.85.0", "example/prometheus-operator-crd"); err != nil {
 		return nil, true, err
 	}
 	e.rabbit = listening("127.0.0.1:5672")
@@ -210,17 +217,19 @@ func setup() (e *testEnv, skip bool, err error) {
 	return e, false, nil
 }
 
-func kedaCRDDir() (string, error) {
-	if d := os.Getenv("ASYA_E2E_KEDA_CRDS"); d != "" {
+// moduleCRDDir is the directory named by the environment variable, or dir
+// in the module version downloaded to the module cache.
+func moduleCRDDir(envVar, module, dir string) (string, error) {
+	if d := os.Getenv(envVar); d != "" {
 		return d, nil
 	}
 	out, err := exec.Command("go", "env", "GOMODCACHE").Output()
 	if err != nil {
 		return "", fmt.Errorf("go env GOMODCACHE: %w", err)
 	}
-	d := filepath.Join(strings.TrimSpace(string(out)), "github.com", "kedacore", "keda", "v2@v2.21.0", "config", "crd", "bases")
+	d := filepath.Join(strings.TrimSpace(string(out)), filepath.FromSlash(module), filepath.FromSlash(dir))
 	if _, err := os.Stat(d); err != nil {
-		return "", fmt.Errorf("KEDA CRDs not found at %s (go mod download github.com/kedacore/keda/v2@v2.21.0)", d)
+		return "", fmt.Errorf("CRDs not found at %s (go mod download %s)", d, module)
 	}
 	return d, nil
 }
@@ -244,7 +253,8 @@ func (e *testEnv) teardown(failed bool) {
 	os.RemoveAll(e.work)
 }
 
-// installCRDs applies our CRD, KEDA's and the test copy of Metacontroller's
+// installCRDs applies our CRD, KEDA's, the Prometheus Operator's ServiceMonitor
+// and PrometheusRule, and the test copy of Metacontroller's
 // CompositeController schema, and waits until they are served.
 func (e *testEnv) installCRDs(ctx context.Context) error {
 	files, err := filepath.Glob(filepath.Join(e.root, "manifests", "crd", "*.yaml"))
@@ -256,6 +266,9 @@ func (e *testEnv) installCRDs(ctx context.Context) error {
 		return fmt.Errorf("no KEDA CRD in %s", e.kedaCRD)
 	}
 	files = append(files, keda...)
+	// Only the Prometheus Operator CRDs the chart uses.
+	files = append(files, filepath.Join(e.promCRD, "monitoring.coreos.com_servicemonitors.yaml"),
+		filepath.Join(e.promCRD, "monitoring.coreos.com_prometheusrules.yaml"))
 	files = append(files, filepath.Join(e.root, "e2e", "testdata", "metacontroller-crd.yaml"))
 	var names []string
 	var served []gvr
