@@ -35,7 +35,7 @@ transports:
 		t.Fatal(err)
 	}
 	defer set.Close()
-	if got := scrape(t, reg); got["asya_sync_broker_up"] != nil {
+	if got := testenv.Metrics(t, reg); got["asya_sync_broker_up"] != nil {
 		t.Errorf("broker state reported before any broker was used: %v", got["asya_sync_broker_up"])
 	}
 
@@ -55,21 +55,21 @@ transports:
 		wantReason(t, down.Ensure(ctx, q), ReasonBrokerUnavailable)
 	}
 
-	got := scrape(t, reg)
+	got := testenv.Metrics(t, reg)
 	for _, kind := range []string{"mq", "sqs"} {
 		up, down := kind+"-"+id, kind+"-down-"+id
 		for series, want := range map[string]float64{
 			// One Ensure reached the broker; the second was a cache hit.
-			`asya_sync_transport_operation_duration_seconds{operation="ensure",outcome="ok",transport="` + up + `"}`:                  1,
-			`asya_sync_transport_operation_duration_seconds{operation="delete",outcome="ok",transport="` + up + `"}`:                  1,
-			`asya_sync_transport_operation_duration_seconds{operation="ensure",outcome="BrokerUnavailable",transport="` + down + `"}`: 1,
-			`asya_sync_queue_cache_lookups_total{result="miss",transport="` + up + `"}`:                                               1,
-			`asya_sync_queue_cache_lookups_total{result="hit",transport="` + up + `"}`:                                                1,
-			`asya_sync_queue_cache_lookups_total{result="miss",transport="` + down + `"}`:                                             1,
-			`asya_sync_broker_up{transport="` + up + `"}`:                                                                             1,
-			`asya_sync_broker_up{transport="` + down + `"}`:                                                                           0,
+			`asya_sync_transport_operation_duration_seconds_count{operation="ensure",outcome="ok",transport="` + up + `"}`:                  1,
+			`asya_sync_transport_operation_duration_seconds_count{operation="delete",outcome="ok",transport="` + up + `"}`:                  1,
+			`asya_sync_transport_operation_duration_seconds_count{operation="ensure",outcome="BrokerUnavailable",transport="` + down + `"}`: 1,
+			`asya_sync_queue_cache_lookups_total{result="miss",transport="` + up + `"}`:                                                     1,
+			`asya_sync_queue_cache_lookups_total{result="hit",transport="` + up + `"}`:                                                      1,
+			`asya_sync_queue_cache_lookups_total{result="miss",transport="` + down + `"}`:                                                   1,
+			`asya_sync_broker_up{transport="` + up + `"}`:                                                                                   1,
+			`asya_sync_broker_up{transport="` + down + `"}`:                                                                                 0,
 		} {
-			name := series[:strings.Index(series, "{")]
+			name := strings.TrimSuffix(series[:strings.Index(series, "{")], "_count")
 			if v, ok := got[name][series]; !ok || v != want {
 				t.Errorf("%s = %v (present %v), want %v; have %v", series, v, ok, want, keysOf(got[name]))
 			}
@@ -79,33 +79,9 @@ transports:
 	if err := set.Close(); err != nil {
 		t.Fatal(err)
 	}
-	if got := scrape(t, reg); got["asya_sync_broker_up"] != nil {
+	if got := testenv.Metrics(t, reg); got["asya_sync_broker_up"] != nil {
 		t.Errorf("closed transports still report their state: %v", got["asya_sync_broker_up"])
 	}
-}
-
-// scrape gathers reg into metric name -> series -> value (a histogram's
-// value is its sample count).
-func scrape(t *testing.T, reg *prometheus.Registry) map[string]map[string]float64 {
-	t.Helper()
-	families, err := reg.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	out := map[string]map[string]float64{}
-	for _, f := range families {
-		series := map[string]float64{}
-		for _, m := range f.GetMetric() {
-			var labels []string
-			for _, l := range m.GetLabel() {
-				labels = append(labels, fmt.Sprintf("%s=%q", l.GetName(), l.GetValue()))
-			}
-			v := m.GetCounter().GetValue() + m.GetGauge().GetValue() + float64(m.GetHistogram().GetSampleCount())
-			series[f.GetName()+"{"+strings.Join(labels, ",")+"}"] = v
-		}
-		out[f.GetName()] = series
-	}
-	return out
 }
 
 func keysOf(m map[string]float64) []string {

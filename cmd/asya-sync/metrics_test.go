@@ -80,7 +80,7 @@ func TestActorStatusesCountLastStatusAndForget(t *testing.T) {
 			m := newMetrics()
 			m.registry.MustRegister(a)
 			got := map[string]float64{}
-			for series, v := range scrapeText(t, m.registry)["asya_sync_actors"] {
+			for series, v := range testenv.Metrics(t, m.registry)["asya_sync_actors"] {
 				got[strings.TrimSuffix(strings.TrimPrefix(series, `asya_sync_actors{status="`), `"}`)] = v
 			}
 			if fmt.Sprint(got) != fmt.Sprint(tt.want) {
@@ -134,7 +134,7 @@ func TestServedMetrics(t *testing.T) {
 			t.Fatalf("sync: %d %s", code, body)
 		}
 	}
-	exported := scrapeText(t, m.registry)
+	exported := testenv.Metrics(t, m.registry)
 	for series, want := range map[string]float64{
 		`asya_sync_hook_calls_total{code="200",hook="sync",outcome="Creating"}`:                                2,
 		`asya_sync_actors{status="Creating"}`:                                                                  1,
@@ -156,7 +156,7 @@ func TestServedMetrics(t *testing.T) {
 	if code, body := serveOnce(mux, "/finalize", `{"parent":`+parent+`,"finalizing":true}`); code != http.StatusOK || !strings.Contains(body, `"finalized":true`) {
 		t.Fatalf("finalize: %d %s", code, body)
 	}
-	if got := scrapeText(t, m.registry)["asya_sync_actors"]; len(got) != 0 {
+	if got := testenv.Metrics(t, m.registry)["asya_sync_actors"]; len(got) != 0 {
 		t.Errorf("a finalized actor is still counted: %v", got)
 	}
 }
@@ -319,36 +319,6 @@ func describedMetrics(t *testing.T, reg *prometheus.Registry) map[string]bool {
 		names[m[1]] = true
 	}
 	return names
-}
-
-// scrapeText gathers reg into metric name -> series -> value; a histogram
-// appears as its _count series.
-func scrapeText(t *testing.T, reg *prometheus.Registry) map[string]map[string]float64 {
-	t.Helper()
-	families, err := reg.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	out := map[string]map[string]float64{}
-	for _, f := range families {
-		series := map[string]float64{}
-		for _, m := range f.GetMetric() {
-			var labels []string
-			for _, l := range m.GetLabel() {
-				labels = append(labels, fmt.Sprintf("%s=%q", l.GetName(), l.GetValue()))
-			}
-			key, v := f.GetName(), m.GetCounter().GetValue()+m.GetGauge().GetValue()
-			if h := m.GetHistogram(); h != nil {
-				key, v = key+"_count", float64(h.GetSampleCount())
-			}
-			if len(labels) > 0 {
-				key += "{" + strings.Join(labels, ",") + "}"
-			}
-			series[key] = v
-		}
-		out[f.GetName()] = series
-	}
-	return out
 }
 
 func serveOnce(h http.Handler, path, body string) (int, string) {

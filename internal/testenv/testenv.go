@@ -8,9 +8,11 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	amqp "github.com/rabbitmq/amqp091-go"
 )
 
@@ -90,4 +92,35 @@ func ClosedPort(t testing.TB) int {
 	port := l.Addr().(*net.TCPAddr).Port
 	l.Close()
 	return port
+}
+
+// Metrics gathers reg into metric name -> series -> value, a series written
+// as in the text format (name{label="value",...}, labels sorted); a
+// histogram appears as its _count series.
+func Metrics(t testing.TB, reg prometheus.Gatherer) map[string]map[string]float64 {
+	t.Helper()
+	families, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]map[string]float64{}
+	for _, f := range families {
+		series := map[string]float64{}
+		for _, m := range f.GetMetric() {
+			var labels []string
+			for _, l := range m.GetLabel() {
+				labels = append(labels, fmt.Sprintf("%s=%q", l.GetName(), l.GetValue()))
+			}
+			key, v := f.GetName(), m.GetCounter().GetValue()+m.GetGauge().GetValue()
+			if h := m.GetHistogram(); h != nil {
+				key, v = key+"_count", float64(h.GetSampleCount())
+			}
+			if len(labels) > 0 {
+				key += "{" + strings.Join(labels, ",") + "}"
+			}
+			series[key] = v
+		}
+		out[f.GetName()] = series
+	}
+	return out
 }
