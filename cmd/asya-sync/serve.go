@@ -44,9 +44,9 @@ func runServe(args []string) error {
 	if err != nil {
 		return err
 	}
-	metrics := newMetrics()
-	metrics.addServiceMetrics(*hookTimeout, *actorWindow)
-	brokers, err := transport.Open(cfg, transport.Options{Metrics: transport.NewMetrics(metrics.registry)})
+	m := newMetrics()
+	m.addServiceMetrics(*hookTimeout, *actorWindow)
+	brokers, err := transport.Open(cfg, transport.Options{Metrics: transport.NewMetrics(m.registry)})
 	if err != nil {
 		return err
 	}
@@ -55,7 +55,7 @@ func runServe(args []string) error {
 		sync:     &hooksync.Handler{Config: cfg, Transports: brokers, Script: script, Now: time.Now},
 		finalize: &finalize.Handler{Config: cfg, Transports: brokers, Now: time.Now},
 		log:      log,
-		metrics:  metrics,
+		metrics:  m,
 		maxBody:  *maxBody,
 	}
 	return srv.listenAndServe(*listen)
