@@ -2,12 +2,12 @@ package main
 
 import (
 	"net/http"
-	"runtime"
-	"runtime/debug"
 	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/asya-sh/asya-sync/internal/version"
 )
 
 // DefaultActorStatusWindow is how long a replica keeps counting an actor
@@ -19,11 +19,11 @@ const DefaultActorStatusWindow = 10 * time.Minute
 // hook calls: its build, Metacontroller's webhook timeout (which the hook
 // latency alert compares against) and the actors by status.
 func (m *metrics) addServiceMetrics(hookTimeout, actorWindow time.Duration) {
-	version, commit, goVersion := versionInfo()
+	build := version.Get()
 	buildInfo := prometheus.NewGauge(prometheus.GaugeOpts{
 		Name:        "asya_sync_build_info",
-		Help:        "Always 1; the labels say which build is running.",
-		ConstLabels: prometheus.Labels{"version": version, "commit": commit, "goversion": goVersion},
+		Help:        "Always 1; the labels say which build is running, as asya-sync version prints it.",
+		ConstLabels: prometheus.Labels{"version": build.Version, "commit": build.Commit, "goversion": build.GoVersion},
 	})
 	buildInfo.Set(1)
 	timeout := prometheus.NewGauge(prometheus.GaugeOpts{
@@ -33,27 +33,6 @@ func (m *metrics) addServiceMetrics(hookTimeout, actorWindow time.Duration) {
 	timeout.Set(hookTimeout.Seconds())
 	m.actors = newActorStatuses(actorWindow, time.Now)
 	m.registry.MustRegister(buildInfo, timeout, m.actors)
-}
-
-// versionInfo is the running build's version, commit and Go version, from
-// what the Go toolchain stamps into every binary: the module version
-// ("(devel)" for a build from a checkout) and the VCS revision when the
-// build saw the repository.
-func versionInfo() (version, commit, goVersion string) {
-	version, commit = "unknown", "unknown"
-	info, ok := debug.ReadBuildInfo()
-	if !ok {
-		return version, commit, runtime.Version()
-	}
-	if info.Main.Version != "" {
-		version = info.Main.Version
-	}
-	for _, s := range info.Settings {
-		if s.Key == "vcs.revision" && s.Value != "" {
-			commit = s.Value
-		}
-	}
-	return version, commit, info.GoVersion
 }
 
 // actorStatuses counts actors by the status this replica last returned for

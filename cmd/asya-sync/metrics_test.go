@@ -23,6 +23,7 @@ import (
 	"github.com/asya-sh/asya-sync/finalize"
 	"github.com/asya-sh/asya-sync/internal/golden"
 	"github.com/asya-sh/asya-sync/internal/testenv"
+	"github.com/asya-sh/asya-sync/internal/version"
 	asyaruntime "github.com/asya-sh/asya-sync/runtime"
 	hooksync "github.com/asya-sh/asya-sync/sync"
 	"github.com/asya-sh/asya-sync/transport"
@@ -149,8 +150,9 @@ func TestServedMetrics(t *testing.T) {
 			t.Errorf("%s = %v (present %v), want %v", series, v, ok, want)
 		}
 	}
-	if len(exported["asya_sync_build_info"]) != 1 {
-		t.Errorf("asya_sync_build_info: %v", exported["asya_sync_build_info"])
+	b := version.Get()
+	if want := fmt.Sprintf("asya_sync_build_info{commit=%q,goversion=%q,version=%q}", b.Commit, b.GoVersion, b.Version); len(exported["asya_sync_build_info"]) != 1 || exported["asya_sync_build_info"][want] != 1 {
+		t.Errorf("asya_sync_build_info: %v, want %s 1", exported["asya_sync_build_info"], want)
 	}
 
 	if code, body := serveOnce(mux, "/finalize", `{"parent":`+parent+`,"finalizing":true}`); code != http.StatusOK || !strings.Contains(body, `"finalized":true`) {
