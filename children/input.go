@@ -3,6 +3,7 @@
 package children
 
 import (
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/asya-sh/asya-sync/api/v1alpha1"
@@ -17,6 +18,9 @@ type Input struct {
 	Transport config.Transport
 	// SidecarImage is the service-wide default sidecar image.
 	SidecarImage string
+	// SidecarSecurityContext is the service-wide default sidecar
+	// securityContext; nil sets none.
+	SidecarSecurityContext *corev1.SecurityContext
 	// GatewayURL is passed to sidecars as ASYA_GATEWAY_URL.
 	GatewayURL string
 	// RuntimeScript is the asya_runtime.py source and its hash.

@@ -24,7 +24,21 @@ func (in Input) sidecar() corev1.Container {
 		Resources:       *spec.Resources.DeepCopy(),
 		Env:             env,
 		VolumeMounts:    sharedMounts(),
+		SecurityContext: in.sidecarSecurityContext(),
 	}
+}
+
+// sidecarSecurityContext is the actor's own, else the service's. An empty
+// one sets nothing.
+func (in Input) sidecarSecurityContext() *corev1.SecurityContext {
+	sc := in.Actor.Spec.Sidecar.SecurityContext
+	if sc == nil {
+		sc = in.SidecarSecurityContext
+	}
+	if sc == nil || *sc == (corev1.SecurityContext{}) {
+		return nil
+	}
+	return sc.DeepCopy()
 }
 
 func (in Input) sidecarImage() string {

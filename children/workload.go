@@ -42,7 +42,7 @@ func Deployment(in Input) *appsv1.Deployment {
 		Spec: appsv1.DeploymentSpec{
 			Replicas: in.replicas(),
 			Selector: &metav1.LabelSelector{MatchLabels: in.selectorLabels()},
-			Template: in.podTemplate(),
+			Template: PodTemplate(in),
 		},
 	}
 }
@@ -58,7 +58,7 @@ func StatefulSet(in Input) *appsv1.StatefulSet {
 			Replicas:    in.replicas(),
 			ServiceName: in.Actor.Name,
 			Selector:    &metav1.LabelSelector{MatchLabels: in.selectorLabels()},
-			Template:    in.podTemplate(),
+			Template:    PodTemplate(in),
 		},
 	}
 }
@@ -83,9 +83,9 @@ func (in Input) selectorLabels() map[string]string {
 	}
 }
 
-// podTemplate is the user's template with the sidecar, the runtime wiring
+// PodTemplate is the user's template with the sidecar, the runtime wiring
 // and our labels and annotation added.
-func (in Input) podTemplate() corev1.PodTemplateSpec {
+func PodTemplate(in Input) corev1.PodTemplateSpec {
 	user := in.Actor.Spec.Workload.Template
 	spec := *user.Spec.DeepCopy()
 	for i := range spec.Containers {
@@ -96,6 +96,7 @@ func (in Input) podTemplate() corev1.PodTemplateSpec {
 	spec.Containers = append(spec.Containers, in.sidecar())
 	spec.Volumes = addVolumes(spec.Volumes, in.volumes())
 	spec.TerminationGracePeriodSeconds = ptr.To(*in.Actor.Spec.Timeout.GracefulShutdown)
+	spec.SecurityContext = withDefaultSeccomp(spec.SecurityContext, spec.OS)
 	if in.usesIRSA() {
 		spec.ServiceAccountName = ServiceAccountName(in.Actor.Name)
 	}
@@ -106,6 +107,21 @@ func (in Input) podTemplate() corev1.PodTemplateSpec {
 		},
 		Spec: spec,
 	}
+}
+
+// withDefaultSeccomp gives the pod the container runtime's default seccomp
+// profile, which Pod Security "restricted" requires, unless the user chose
+// a profile for the pod (Windows pods have none). Containers that set their
+// own profile keep it. It changes nothing else: whoever needs root keeps it.
+func withDefaultSeccomp(sc *corev1.PodSecurityContext, os *corev1.PodOS) *corev1.PodSecurityContext {
+	if (sc != nil && sc.SeccompProfile != nil) || (os != nil && os.Name == corev1.Windows) {
+		return sc
+	}
+	if sc == nil {
+		sc = &corev1.PodSecurityContext{}
+	}
+	sc.SeccompProfile = &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault}
+	return sc
 }
 
 // merged returns base with extra laid over it, as a new map.

@@ -13,6 +13,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/yaml"
 )
 
@@ -24,10 +25,14 @@ const (
 
 // Config is the whole service configuration.
 type Config struct {
-	SidecarImage  string               `json:"sidecarImage"`
-	GatewayURL    string               `json:"gatewayURL"`
-	QueueCacheTTL metav1.Duration      `json:"queueCacheTTL"`
-	Transports    map[string]Transport `json:"transports"`
+	SidecarImage string `json:"sidecarImage"`
+	// SidecarSecurityContext is the injected sidecar's securityContext
+	// unless an actor sets its own; DefaultSidecarSecurityContext when the
+	// key is absent.
+	SidecarSecurityContext *corev1.SecurityContext `json:"sidecarSecurityContext"`
+	GatewayURL             string                  `json:"gatewayURL"`
+	QueueCacheTTL          metav1.Duration         `json:"queueCacheTTL"`
+	Transports             map[string]Transport    `json:"transports"`
 }
 
 // Transport is one named transport. Exactly one of RabbitMQ and SQS is set,
@@ -105,6 +110,24 @@ const (
 	DefaultDLQRetentionDays = 14
 )
 
+// SidecarUID is the numeric id of the user the published sidecar image
+// runs as. The image names its user (app), and the kubelet can verify
+// runAsNonRoot only for a numeric id.
+const SidecarUID = 1000
+
+// DefaultSidecarSecurityContext passes the Pod Security "restricted"
+// profile: no privilege escalation, no capabilities, a non-root user given
+// by number, the runtime's default seccomp profile.
+func DefaultSidecarSecurityContext() *corev1.SecurityContext {
+	return &corev1.SecurityContext{
+		AllowPrivilegeEscalation: ptr.To(false),
+		Capabilities:             &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}},
+		RunAsNonRoot:             ptr.To(true),
+		RunAsUser:                ptr.To[int64](SidecarUID),
+		SeccompProfile:           &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
+	}
+}
+
 // Selector returns the ref as the core/v1 type used in env and volumes.
 func (r SecretKeyRef) Selector() *corev1.SecretKeySelector {
 	return &corev1.SecretKeySelector{LocalObjectReference: corev1.LocalObjectReference{Name: r.Name}, Key: r.Key}
@@ -129,15 +152,24 @@ func Load(path string) (*Config, error) {
 // Parse decodes YAML strictly, applies defaults and checks consistency.
 func Parse(data []byte) (*Config, error) {
 	var raw struct {
-		SidecarImage  string                  `json:"sidecarImage"`
-		GatewayURL    string                  `json:"gatewayURL"`
-		QueueCacheTTL *metav1.Duration        `json:"queueCacheTTL"`
-		Transports    map[string]rawTransport `json:"transports"`
+		SidecarImage           string                  `json:"sidecarImage"`
+		SidecarSecurityContext *corev1.SecurityContext `json:"sidecarSecurityContext"`
+		GatewayURL             string                  `json:"gatewayURL"`
+		QueueCacheTTL          *metav1.Duration        `json:"queueCacheTTL"`
+		Transports             map[string]rawTransport `json:"transports"`
 	}
 	if err := decodeStrict(data, &raw); err != nil {
 		return nil, err
 	}
-	cfg := &Config{SidecarImage: raw.SidecarImage, GatewayURL: raw.GatewayURL, Transports: map[string]Transport{}}
+	cfg := &Config{
+		SidecarImage:           raw.SidecarImage,
+		SidecarSecurityContext: raw.SidecarSecurityContext,
+		GatewayURL:             raw.GatewayURL,
+		Transports:             map[string]Transport{},
+	}
+	if cfg.SidecarSecurityContext == nil {
+		cfg.SidecarSecurityContext = DefaultSidecarSecurityContext()
+	}
 	cfg.QueueCacheTTL.Duration = DefaultQueueCacheTTL
 	if raw.QueueCacheTTL != nil {
 		if raw.QueueCacheTTL.Duration < 0 {

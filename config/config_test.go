@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/utils/ptr"
 
 	_ "github.com/asya-sh/asya-sync/internal/golden" // accepts -update like every test package
 )
@@ -106,5 +108,31 @@ func TestVisibilityTimeoutFor(t *testing.T) {
 		if got := s.VisibilityTimeoutFor(tt.processing); got != tt.want {
 			t.Errorf("configured %d, processing %d: got %d, want %d", tt.configured, tt.processing, got, tt.want)
 		}
+	}
+}
+
+func TestSidecarSecurityContext(t *testing.T) {
+	tests := []struct {
+		name, yaml string
+		want       *corev1.SecurityContext
+	}{
+		{"absent: the restricted default", "gatewayURL: ''", DefaultSidecarSecurityContext()},
+		{"set: taken as written", "sidecarSecurityContext: {runAsUser: 2000, readOnlyRootFilesystem: true}",
+			&corev1.SecurityContext{RunAsUser: ptr.To[int64](2000), ReadOnlyRootFilesystem: ptr.To(true)}},
+		{"empty: nothing set", "sidecarSecurityContext: {}", &corev1.SecurityContext{}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			cfg, err := Parse([]byte(tt.yaml))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(tt.want, cfg.SidecarSecurityContext); diff != "" {
+				t.Errorf("(-want +got):\n%s", diff)
+			}
+		})
+	}
+	if _, err := Parse([]byte("sidecarSecurityContext: {runAsRoot: false}")); err == nil || !strings.Contains(err.Error(), `unknown field "runAsRoot"`) {
+		t.Errorf("unknown key: error = %v, want unknown field", err)
 	}
 }

@@ -420,18 +420,28 @@ func TestDeploymentFailures(t *testing.T) {
 		Message: `pods "echo-6f7c9d8b5-x" is forbidden: exceeded quota: compute, requested: cpu=2, used: cpu=8, limited: cpu=8`}
 	deadline := appsv1.DeploymentCondition{Type: appsv1.DeploymentProgressing, Status: corev1.ConditionFalse, Reason: "ProgressDeadlineExceeded",
 		Message: `ReplicaSet "echo-6f7c9d8b5" has timed out progressing.`}
+	podSecurity := appsv1.DeploymentCondition{Type: appsv1.DeploymentReplicaFailure, Status: corev1.ConditionTrue, Reason: "FailedCreate",
+		Message: `pods "echo-6f7c9d8b5-x" is forbidden: violates PodSecurity "restricted:latest": ` +
+			`allowPrivilegeEscalation != false (container "asya-runtime" must set securityContext.allowPrivilegeEscalation=false)`}
 	progressing := appsv1.DeploymentCondition{Type: appsv1.DeploymentProgressing, Status: corev1.ConditionTrue, Reason: "NewReplicaSetAvailable"}
 	tests := []struct {
-		name   string
-		conds  []appsv1.DeploymentCondition
-		status string
-		ready  metav1.ConditionStatus
-		reason string
+		name    string
+		conds   []appsv1.DeploymentCondition
+		status  string
+		ready   metav1.ConditionStatus
+		reason  string
+		message string
 	}{
-		{"quota", []appsv1.DeploymentCondition{progressing, quota}, WorkloadError, metav1.ConditionFalse, "FailedCreate"},
-		{"progress deadline", []appsv1.DeploymentCondition{deadline}, WorkloadError, metav1.ConditionFalse, "ProgressDeadlineExceeded"},
-		{"quota wins over the deadline it causes", []appsv1.DeploymentCondition{deadline, quota}, WorkloadError, metav1.ConditionFalse, "FailedCreate"},
-		{"healthy", []appsv1.DeploymentCondition{progressing}, Running, metav1.ConditionTrue, "AllReplicasReady"},
+		{"quota", []appsv1.DeploymentCondition{progressing, quota}, WorkloadError, metav1.ConditionFalse, "FailedCreate",
+			"Deployment echo: " + quota.Message},
+		{"progress deadline", []appsv1.DeploymentCondition{deadline}, WorkloadError, metav1.ConditionFalse, "ProgressDeadlineExceeded",
+			"Deployment echo: " + deadline.Message},
+		{"quota wins over the deadline it causes", []appsv1.DeploymentCondition{deadline, quota}, WorkloadError, metav1.ConditionFalse, "FailedCreate",
+			"Deployment echo: " + quota.Message},
+		{"pod security names the rule and the container", []appsv1.DeploymentCondition{deadline, podSecurity}, WorkloadError, metav1.ConditionFalse, ReasonPodSecurity,
+			`Deployment echo: the API server refuses its pods: violates PodSecurity "restricted:latest": ` +
+				`allowPrivilegeEscalation != false (container "asya-runtime" must set securityContext.allowPrivilegeEscalation=false)`},
+		{"healthy", []appsv1.DeploymentCondition{progressing}, Running, metav1.ConditionTrue, "AllReplicasReady", ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -445,6 +455,9 @@ func TestDeploymentFailures(t *testing.T) {
 				t.Errorf("status = %s, want %s", got.Status, tt.status)
 			}
 			checkCond(t, got.Conditions, condIs(ConditionWorkloadReady, tt.ready, tt.reason))
+			if c := meta.FindStatusCondition(got.Conditions, ConditionWorkloadReady); tt.message != "" && c != nil && c.Message != tt.message {
+				t.Errorf("message = %q, want %q", c.Message, tt.message)
+			}
 		})
 	}
 }

@@ -32,7 +32,7 @@ func WorkloadFromDeployment(d *appsv1.Deployment) *Workload {
 func deploymentFailure(conds []appsv1.DeploymentCondition) *WorkloadFailure {
 	for _, c := range conds {
 		if c.Type == appsv1.DeploymentReplicaFailure && c.Status == corev1.ConditionTrue {
-			return &WorkloadFailure{Reason: c.Reason, Message: c.Message}
+			return podSecurityRefusal(&WorkloadFailure{Reason: c.Reason, Message: c.Message})
 		}
 	}
 	for _, c := range conds {

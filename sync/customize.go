@@ -8,11 +8,13 @@ import (
 
 // Customize names the related objects every sync of the actor needs: its
 // pods, KEDA's HPA, the Secrets its transport references, so that a
-// missing Secret shows in status before any pod fails on it, and the
-// actors of the same name in every namespace, which claim the same queue.
-// The last rule names no namespace: Metacontroller then lists every
+// missing Secret shows in status before any pod fails on it, the actors
+// of the same name in every namespace, which claim the same queue, and the
+// actor's Namespace, whose Pod Security level the pods must pass.
+// The rule for actors names no namespace: Metacontroller then lists every
 // namespace, and with hook version v2 keys the objects namespace/name so
-// that actors of one name do not overwrite each other.
+// that actors of one name do not overwrite each other. Namespaces are
+// cluster-scoped: selected by name alone.
 func (h *Handler) Customize(req *hook.CustomizeRequest) (*hook.CustomizeResponse, error) {
 	actor, _ := hook.DecodeParent(req.Parent)
 	if actor == nil {
@@ -29,6 +31,7 @@ func (h *Handler) Customize(req *hook.CustomizeRequest) (*hook.CustomizeResponse
 	if names := h.secretNames(actor.Spec.Transport); len(names) > 0 {
 		rules = append(rules, hook.RelatedResourceRule{APIVersion: "v1", Resource: "secrets", Namespace: ns, Names: names})
 	}
+	rules = append(rules, hook.RelatedResourceRule{APIVersion: "v1", Resource: "namespaces", Names: []string{ns}})
 	return &hook.CustomizeResponse{RelatedResources: rules}, nil
 }
 

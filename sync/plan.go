@@ -69,6 +69,7 @@ func (h *Handler) plan(actor *v1alpha1.AsyncActor, specErr error, req *hook.Requ
 		p.standby = true
 		p.transport = queueConflict(actor, owner)
 	}
+	p.checkPodSecurity()
 	return p
 }
 

@@ -60,14 +60,15 @@ func (h *Handler) Render(actor *v1alpha1.AsyncActor) ([]children.Object, error) 
 
 func (h *Handler) input(actor *v1alpha1.AsyncActor, t config.Transport, noKEDA, standby bool) children.Input {
 	return children.Input{
-		Actor:         actor,
-		Transport:     t,
-		SidecarImage:  h.Config.SidecarImage,
-		GatewayURL:    h.Config.GatewayURL,
-		RuntimeScript: h.Script.Source,
-		RuntimeHash:   h.Script.Hash,
-		NoKEDA:        noKEDA,
-		Standby:       standby,
+		Actor:                  actor,
+		Transport:              t,
+		SidecarImage:           h.Config.SidecarImage,
+		SidecarSecurityContext: h.Config.SidecarSecurityContext,
+		GatewayURL:             h.Config.GatewayURL,
+		RuntimeScript:          h.Script.Source,
+		RuntimeHash:            h.Script.Hash,
+		NoKEDA:                 noKEDA,
+		Standby:                standby,
 	}
 }
 

@@ -94,6 +94,12 @@ type SidecarSpec struct {
 	// example ASYA_LOG_LEVEL). Default none. Changing it rolls the pods.
 	// +optional
 	Env []corev1.EnvVar `json:"env,omitempty"`
+	// SecurityContext replaces, as a whole, the sidecar's securityContext
+	// from the service configuration (sidecarSecurityContext), whose default
+	// passes the Pod Security "restricted" profile: no privilege escalation,
+	// all capabilities dropped, non-root user 1000, seccomp RuntimeDefault.
+	// +optional
+	SecurityContext *corev1.SecurityContext `json:"securityContext,omitempty"`
 }
 
 // TimeoutSpec holds the actor's timeouts, in seconds.

@@ -110,7 +110,8 @@ func TestCustomize(t *testing.T) {
 		`{"apiVersion":"autoscaling/v2","names":["keda-hpa-echo"],"namespace":"ml","resource":"horizontalpodautoscalers"},` +
 		// No namespace: the actors of this name in every namespace.
 		`{"apiVersion":"asya.sh/v1alpha1","names":["echo"],"resource":"asyncactors"},` +
-		`{"apiVersion":"v1","names":["mq-secret"],"namespace":"ml","resource":"secrets"}]`
+		`{"apiVersion":"v1","names":["mq-secret"],"namespace":"ml","resource":"secrets"},` +
+		`{"apiVersion":"v1","names":["ml"],"resource":"namespaces"}]`
 	if string(got) != want {
 		t.Errorf("relatedResources =\n%s\nwant\n%s", got, want)
 	}

@@ -1,0 +1,58 @@
+package sync
+
+import (
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	psaapi "k8s.io/pod-security-admission/api"
+	psapolicy "k8s.io/pod-security-admission/policy"
+
+	"github.com/asya-sh/asya-sync/children"
+)
+
+var groupNamespace = [2]string{"Namespace", "v1"}
+
+// podSecurity holds the API server's own Pod Security checks, so that what
+// the hook predicts and what admission decides are the same rules with the
+// same messages.
+var podSecurity = func() psapolicy.Evaluator {
+	e, err := psapolicy.NewEvaluator(psapolicy.DefaultChecks(), nil)
+	if err != nil {
+		panic(fmt.Sprintf("pod security checks: %v", err))
+	}
+	return e
+}()
+
+// privileged is what the API server enforces on a namespace without
+// Pod Security labels, unless its admission configuration says otherwise.
+var privileged = psaapi.Policy{Enforce: psaapi.LevelVersion{Level: psaapi.LevelPrivileged, Version: psaapi.LatestVersion()}}
+
+// podSecurityProblems says why the enforced Pod Security level of the
+// actor's namespace would refuse the actor's pods. What asya-sync adds
+// passes "restricted", so what fails is the user's template or the
+// sidecar securityContext the actor or the service configuration chose.
+// Without the Namespace (not asked for, or not visible) nothing is said.
+func podSecurityProblems(ns *corev1.Namespace, tmpl corev1.PodTemplateSpec) []string {
+	if ns == nil {
+		return nil
+	}
+	// Labels that do not parse are enforced as restricted:latest, as the API server does.
+	policy, _ := psaapi.PolicyToEvaluate(ns.Labels, privileged)
+	result := psapolicy.AggregateCheckResults(podSecurity.EvaluatePod(policy.Enforce, &tmpl.ObjectMeta, &tmpl.Spec))
+	if result.Allowed {
+		return nil
+	}
+	return []string{fmt.Sprintf("spec.workload.template: namespace %q would refuse the pods: violates PodSecurity %q: %s",
+		ns.Name, policy.Enforce.String(), result.ForbiddenDetail())}
+}
+
+// checkPodSecurity adds the namespace's Pod Security verdict on the pods
+// the actor would get, once the spec is otherwise valid.
+func (p *plan) checkPodSecurity() {
+	if !p.valid() {
+		return
+	}
+	ns := decodeNamed[corev1.Namespace](p.req.Related, groupNamespace, p.actor.Namespace)
+	tmpl := children.PodTemplate(p.h.input(p.actor, p.config, p.noKEDA, p.standby))
+	p.problems = append(p.problems, podSecurityProblems(ns, tmpl)...)
+}
