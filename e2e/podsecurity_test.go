@@ -1,0 +1,124 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"context"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+const (
+	enforceLabel      = "pod-security.kubernetes.io/enforce"
+	podSecurityMarker = "violates PodSecurity "
+)
+
+// TestPodSecurityRestricted runs every example actor in a namespace that
+// enforces Pod Security "restricted". The API server's own admission of a
+// Pod built from the actor's rendered pod template decides whether its
+// runtime container is compliant; the hook must agree. A compliant actor
+// gets its workload, and a Pod built from the workload's pod template as
+// stored passes a server-side dry run there. A non-compliant one gets no
+// workload and a WorkloadError that gives the API server's verdict, naming
+// each rule and container.
+func TestPodSecurityRestricted(t *testing.T) {
+	ctx := ctxFor(t, 3*time.Minute)
+	const ns = "e2e-restricted"
+	ensureNamespace(t, ctx, ns, true)
+	nsObj := obj{"apiVersion": "v1", "kind": "Namespace", "metadata": obj{"name": ns, "labels": obj{enforceLabel: "restricted"}}}
+	if _, err := env.cluster.client.apply(ctx, nsObj, "e2e"); err != nil {
+		t.Fatalf("label namespace %s: %v", ns, err)
+	}
+	files, _ := filepath.Glob(filepath.Join(env.root, "examples", "*.yaml"))
+	admitted, refused := 0, 0
+	for _, f := range files {
+		docs, err := readYAMLDocs(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, a := range docs {
+			if str(a, "kind") != "AsyncActor" {
+				continue
+			}
+			name := str(a, "metadata", "name")
+			mapAt(a, "metadata")["namespace"] = ns
+			t.Run(filepath.Base(f)+"/"+name, func(t *testing.T) {
+				verdict := admission(t, ctx, renderedPodTemplate(t, f, name), ns, name)
+				createActor(t, ctx, a)
+				t.Cleanup(func() { env.cluster.client.delete(context.Background(), actorGVR(), ns, name) })
+				kids := childrenOf(t, ctx, ns, name)
+				workload := kids["Deployment/"+name]
+				if workload == nil {
+					workload = kids["StatefulSet/"+name]
+				}
+				ready := conditions(getActor(t, ctx, ns, name))["WorkloadReady"]
+				if verdict == "" {
+					admitted++
+					if workload == nil {
+						t.Fatalf("the API server admits the pods, but no workload was built: WorkloadReady %s", mustJSON(ready))
+					}
+					if v := admission(t, ctx, mapAt(workload, "spec", "template"), ns, name); v != "" {
+						t.Errorf("a Pod from the stored workload's template is refused: %s", v)
+					}
+					return
+				}
+				refused++
+				if workload != nil {
+					t.Errorf("the API server refuses the pods (%s), yet the workload was built", verdict)
+				}
+				if str(ready, "reason") != "InvalidSpec" || !strings.Contains(str(ready, "message"), verdict) {
+					t.Errorf("WorkloadReady = %s\nwant reason InvalidSpec and the API server's verdict %q", mustJSON(ready), verdict)
+				}
+			})
+		}
+	}
+	if admitted == 0 || refused == 0 {
+		t.Errorf("examples/: %d actors pass restricted and %d do not; want at least one of each", admitted, refused)
+	}
+}
+
+// renderedPodTemplate is the pod template `asya-sync render` builds for the
+// actor of file, with the service configuration of this run.
+func renderedPodTemplate(t *testing.T, file, name string) obj {
+	t.Helper()
+	cmd := exec.Command(env.syncBin, "render", "-f", file, "--config", filepath.Join(env.work, "asya-sync.yaml"))
+	cmd.Env = append(cmd.Environ(), "ASYA_SYNC_CONFIG=")
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("asya-sync render -f %s: %v", file, err)
+	}
+	docs, err := splitYAML(out, "render")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, d := range docs {
+		if k := str(d, "kind"); (k == "Deployment" || k == "StatefulSet") && str(d, "metadata", "name") == name {
+			return mapAt(d, "spec", "template")
+		}
+	}
+	t.Fatalf("render of %s has no workload %s", file, name)
+	return nil
+}
+
+// admission creates, as a server-side dry run, a Pod in ns from the pod
+// template, and returns the API server's Pod Security verdict: empty when
+// admitted, else what follows "violates PodSecurity " in its refusal.
+func admission(t *testing.T, ctx context.Context, template obj, ns, name string) string {
+	t.Helper()
+	meta := mapAt(template, "metadata")
+	pod := obj{"apiVersion": "v1", "kind": "Pod",
+		"metadata": obj{"name": name + "-dry-run", "namespace": ns, "labels": meta["labels"], "annotations": meta["annotations"]},
+		"spec":     mapAt(template, "spec")}
+	_, err := env.cluster.client.create(ctx, pod, true)
+	if err == nil {
+		return ""
+	}
+	_, verdict, ok := strings.Cut(err.Error(), podSecurityMarker)
+	if !ok {
+		t.Fatalf("dry-run Pod from %s's template: %v", name, err)
+	}
+	return verdict
+}
