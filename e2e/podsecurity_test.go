@@ -66,6 +66,7 @@ func TestPodSecurityRestricted(t *testing.T) {
 					return
 				}
 				refused++
+				t.Logf("the API server refuses the pods: %s%s", podSecurityMarker, verdict)
 				if workload != nil {
 					t.Errorf("the API server refuses the pods (%s), yet the workload was built", verdict)
 				}
