@@ -31,11 +31,7 @@ var privileged = psaapi.Policy{Enforce: psaapi.LevelVersion{Level: psaapi.LevelP
 // actor's namespace would refuse the actor's pods. What asya-sync adds
 // passes "restricted", so what fails is the user's template or the
 // sidecar securityContext the actor or the service configuration chose.
-// Without the Namespace (not asked for, or not visible) nothing is said.
 func podSecurityProblems(ns *corev1.Namespace, tmpl corev1.PodTemplateSpec) []string {
-	if ns == nil {
-		return nil
-	}
 	// Labels that do not parse are enforced as restricted:latest, as the API server does.
 	policy, _ := psaapi.PolicyToEvaluate(ns.Labels, privileged)
 	result := psapolicy.AggregateCheckResults(podSecurity.EvaluatePod(policy.Enforce, &tmpl.ObjectMeta, &tmpl.Spec))
@@ -47,12 +43,16 @@ func podSecurityProblems(ns *corev1.Namespace, tmpl corev1.PodTemplateSpec) []st
 }
 
 // checkPodSecurity adds the namespace's Pod Security verdict on the pods
-// the actor would get, once the spec is otherwise valid.
+// the actor would get, once the spec is otherwise valid. Without the
+// Namespace (not asked for, or not visible) nothing is said.
 func (p *plan) checkPodSecurity() {
 	if !p.valid() {
 		return
 	}
 	ns := decodeNamed[corev1.Namespace](p.req.Related, groupNamespace, p.actor.Namespace)
+	if ns == nil {
+		return
+	}
 	tmpl := children.PodTemplate(p.h.input(p.actor, p.config, p.noKEDA, p.standby))
 	p.problems = append(p.problems, podSecurityProblems(ns, tmpl)...)
 }

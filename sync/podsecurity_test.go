@@ -32,7 +32,6 @@ func TestPodSecurityProblems(t *testing.T) {
 		sidecar *corev1.SecurityContext // the actor's override
 		want    []string                // substrings of the one problem; none: admitted
 	}{
-		{"namespace not observed", nil, nil, nil, nil},
 		{"namespace without labels", namespace(nil), nil, nil, nil},
 		{"restricted, compliant runtime", restricted, compliant, nil, nil},
 		{"restricted, root runtime", restricted, nil, nil, []string{
