@@ -256,47 +256,61 @@ func TestActorsChildrenAccepted(t *testing.T) {
 	}
 }
 
-// TestExamples runs the actors of examples/ through the documented steps:
-// kubectl apply, then kubectl get asya.
-func TestExamples(t *testing.T) {
-	ctx := ctxFor(t, 2*time.Minute)
+// example is an AsyncActor of examples/ and the file it is in.
+type example struct {
+	file  string
+	actor obj
+}
+
+// examples lists the AsyncActors of examples/.
+func examples(t *testing.T) []example {
+	t.Helper()
 	files, _ := filepath.Glob(filepath.Join(env.root, "examples", "*.yaml"))
-	ensureNamespace(t, ctx, "default", true)
-	n := 0
+	var out []example
 	for _, f := range files {
 		docs, err := readYAMLDocs(f)
 		if err != nil {
 			t.Fatal(err)
 		}
 		for _, d := range docs {
-			if str(d, "kind") != "AsyncActor" {
-				continue
+			if str(d, "kind") == "AsyncActor" {
+				out = append(out, example{f, d})
 			}
-			n++
-			ns := str(d, "metadata", "namespace")
-			if ns == "" {
-				ns = "default"
-			}
-			name := str(d, "metadata", "name")
-			t.Run(filepath.Base(f)+"/"+name, func(t *testing.T) {
-				out := kubectl(t, "apply", "-f", f)
-				if !strings.Contains(out, "created") && !strings.Contains(out, "configured") && !strings.Contains(out, "unchanged") {
-					t.Fatalf("kubectl apply: %s", out)
-				}
-				converge(t, ctx, ns, name)
-				kids := childrenOf(t, ctx, ns, name)
-				if len(kids) == 0 {
-					t.Fatalf("no children; status %s", mustJSON(getActor(t, ctx, ns, name)["status"]))
-				}
-				out = kubectl(t, "get", "asya", "-n", ns)
-				if _, rows := columns(out); rows[name] == nil {
-					t.Errorf("kubectl get asya: no row for %s:\n%s", name, out)
-				}
-				t.Logf("kubectl get asya -n %s:\n%s", ns, out)
-			})
 		}
 	}
-	if n == 0 {
+	return out
+}
+
+// TestExamples runs the actors of examples/ through the documented steps:
+// kubectl apply, then kubectl get asya.
+func TestExamples(t *testing.T) {
+	ctx := ctxFor(t, 2*time.Minute)
+	ensureNamespace(t, ctx, "default", true)
+	all := examples(t)
+	for _, ex := range all {
+		ns := str(ex.actor, "metadata", "namespace")
+		if ns == "" {
+			ns = "default"
+		}
+		name := str(ex.actor, "metadata", "name")
+		t.Run(filepath.Base(ex.file)+"/"+name, func(t *testing.T) {
+			out := kubectl(t, "apply", "-f", ex.file)
+			if !strings.Contains(out, "created") && !strings.Contains(out, "configured") && !strings.Contains(out, "unchanged") {
+				t.Fatalf("kubectl apply: %s", out)
+			}
+			converge(t, ctx, ns, name)
+			kids := childrenOf(t, ctx, ns, name)
+			if len(kids) == 0 {
+				t.Fatalf("no children; status %s", mustJSON(getActor(t, ctx, ns, name)["status"]))
+			}
+			out = kubectl(t, "get", "asya", "-n", ns)
+			if _, rows := columns(out); rows[name] == nil {
+				t.Errorf("kubectl get asya: no row for %s:\n%s", name, out)
+			}
+			t.Logf("kubectl get asya -n %s:\n%s", ns, out)
+		})
+	}
+	if len(all) == 0 {
 		t.Skip("no AsyncActor in examples/")
 	}
 }

@@ -32,49 +32,39 @@ func TestPodSecurityRestricted(t *testing.T) {
 	if _, err := env.cluster.client.apply(ctx, nsObj, "e2e"); err != nil {
 		t.Fatalf("label namespace %s: %v", ns, err)
 	}
-	files, _ := filepath.Glob(filepath.Join(env.root, "examples", "*.yaml"))
 	admitted, refused := 0, 0
-	for _, f := range files {
-		docs, err := readYAMLDocs(f)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, a := range docs {
-			if str(a, "kind") != "AsyncActor" {
-				continue
+	for _, ex := range examples(t) {
+		a, name := ex.actor, str(ex.actor, "metadata", "name")
+		mapAt(a, "metadata")["namespace"] = ns
+		t.Run(filepath.Base(ex.file)+"/"+name, func(t *testing.T) {
+			verdict := admission(t, ctx, renderedPodTemplate(t, ex.file, name), ns, name)
+			createActor(t, ctx, a)
+			t.Cleanup(func() { env.cluster.client.delete(context.Background(), actorGVR(), ns, name) })
+			kids := childrenOf(t, ctx, ns, name)
+			workload := kids["Deployment/"+name]
+			if workload == nil {
+				workload = kids["StatefulSet/"+name]
 			}
-			name := str(a, "metadata", "name")
-			mapAt(a, "metadata")["namespace"] = ns
-			t.Run(filepath.Base(f)+"/"+name, func(t *testing.T) {
-				verdict := admission(t, ctx, renderedPodTemplate(t, f, name), ns, name)
-				createActor(t, ctx, a)
-				t.Cleanup(func() { env.cluster.client.delete(context.Background(), actorGVR(), ns, name) })
-				kids := childrenOf(t, ctx, ns, name)
-				workload := kids["Deployment/"+name]
+			ready := conditions(getActor(t, ctx, ns, name))["WorkloadReady"]
+			if verdict == "" {
+				admitted++
 				if workload == nil {
-					workload = kids["StatefulSet/"+name]
+					t.Fatalf("the API server admits the pods, but no workload was built: WorkloadReady %s", mustJSON(ready))
 				}
-				ready := conditions(getActor(t, ctx, ns, name))["WorkloadReady"]
-				if verdict == "" {
-					admitted++
-					if workload == nil {
-						t.Fatalf("the API server admits the pods, but no workload was built: WorkloadReady %s", mustJSON(ready))
-					}
-					if v := admission(t, ctx, mapAt(workload, "spec", "template"), ns, name); v != "" {
-						t.Errorf("a Pod from the stored workload's template is refused: %s", v)
-					}
-					return
+				if v := admission(t, ctx, mapAt(workload, "spec", "template"), ns, name); v != "" {
+					t.Errorf("a Pod from the stored workload's template is refused: %s", v)
 				}
-				refused++
-				t.Logf("the API server refuses the pods: %s%s", podSecurityMarker, verdict)
-				if workload != nil {
-					t.Errorf("the API server refuses the pods (%s), yet the workload was built", verdict)
-				}
-				if str(ready, "reason") != "InvalidSpec" || !strings.Contains(str(ready, "message"), verdict) {
-					t.Errorf("WorkloadReady = %s\nwant reason InvalidSpec and the API server's verdict %q", mustJSON(ready), verdict)
-				}
-			})
-		}
+				return
+			}
+			refused++
+			t.Logf("the API server refuses the pods: %s%s", podSecurityMarker, verdict)
+			if workload != nil {
+				t.Errorf("the API server refuses the pods (%s), yet the workload was built", verdict)
+			}
+			if str(ready, "reason") != "InvalidSpec" || !strings.Contains(str(ready, "message"), verdict) {
+				t.Errorf("WorkloadReady = %s\nwant reason InvalidSpec and the API server's verdict %q", mustJSON(ready), verdict)
+			}
+		})
 	}
 	if admitted == 0 || refused == 0 {
 		t.Errorf("examples/: %d actors pass restricted and %d do not; want at least one of each", admitted, refused)
