@@ -120,7 +120,7 @@ func caseDirs(t *testing.T) []string {
 	return dirs
 }
 
-func loadCase(t testing.TB, dir string) (*hook.Request, *Handler) {
+func loadCase(t testing.TB, dir string) (*hook.SyncRequest, *Handler) {
 	t.Helper()
 	cfg, err := config.Load(filepath.Join(casesDir, "config.yaml"))
 	if err != nil {
@@ -130,7 +130,7 @@ func loadCase(t testing.TB, dir string) (*hook.Request, *Handler) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	req, err := hook.DecodeRequest(body)
+	req, err := hook.DecodeSyncRequest(body)
 	if err != nil {
 		t.Fatalf("request.json: %v", err)
 	}

@@ -6,7 +6,6 @@ import (
 	"math"
 	"time"
 
-	appsv1 "k8s.io/api/apps/v1"
 	autoscalingv2 "k8s.io/api/autoscaling/v2"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -21,22 +20,11 @@ import (
 	"github.com/asya-sh/asya-sync/transport"
 )
 
-// Group keys of what Metacontroller sends.
-var (
-	groupDeployment   = [2]string{"Deployment", "apps/v1"}
-	groupStatefulSet  = [2]string{"StatefulSet", "apps/v1"}
-	groupScaledObject = [2]string{"ScaledObject", "keda.sh/v1alpha1"}
-	groupHPA          = [2]string{"HorizontalPodAutoscaler", "autoscaling/v2"}
-	groupPod          = [2]string{"Pod", "v1"}
-	groupSecret       = [2]string{"Secret", "v1"}
-	groupAsyncActor   = [2]string{v1alpha1.Kind, v1alpha1.GroupVersion.String()}
-)
-
 // plan is one sync worked out: what was asked, what is wrong, what the
 // broker said. respond turns it into the answer.
 type plan struct {
 	h        *Handler
-	req      *hook.Request
+	req      *hook.SyncRequest
 	actor    *v1alpha1.AsyncActor
 	config   config.Transport
 	problems []string
@@ -49,7 +37,7 @@ type plan struct {
 	noKEDA     bool
 }
 
-func (h *Handler) plan(actor *v1alpha1.AsyncActor, specErr error, req *hook.Request) *plan {
+func (h *Handler) plan(actor *v1alpha1.AsyncActor, specErr error, req *hook.SyncRequest) *plan {
 	actor.Spec = actor.Spec.WithDefaults()
 	p := &plan{h: h, req: req, actor: actor}
 	if specErr != nil {
@@ -63,8 +51,8 @@ func (h *Handler) plan(actor *v1alpha1.AsyncActor, specErr error, req *hook.Requ
 	}
 	p.found = true
 	p.problems = append(p.problems, validate(actor.Name, actor.Spec, t)...)
-	p.noKEDA = actor.Spec.Scaling.Enabled && !req.Children.HasGroup(groupScaledObject[0], groupScaledObject[1])
-	rivals := transport.Rivals(actor, req.Related.List(groupAsyncActor[0], groupAsyncActor[1]))
+	p.noKEDA = actor.Spec.Scaling.Enabled && req.Children.ScaledObjects == nil
+	rivals := transport.Rivals(actor, req.Related.AsyncActors.List())
 	if owner, mine := transport.Owner(transport.ClaimantOf(actor), rivals); !mine {
 		p.standby = true
 		p.transport = queueConflict(actor, owner)
@@ -113,7 +101,11 @@ func seconds(d time.Duration) float64 { return math.Ceil(d.Seconds()) }
 
 func (p *plan) children() ([]map[string]any, error) {
 	if !p.valid() {
-		return keepObserved(p.req.Children)
+		observed, err := p.req.AllChildren()
+		if err != nil {
+			return nil, err
+		}
+		return keepObserved(observed)
 	}
 	objs := children.Build(p.h.input(p.actor, p.config, p.noKEDA, p.standby))
 	out := make([]map[string]any, 0, len(objs))
@@ -134,9 +126,9 @@ func (p *plan) statusInput(now time.Time) status.Input {
 		ScalingEnabled: p.actor.Spec.Scaling.Enabled && !p.noKEDA && !p.standby,
 		KEDAMissing:    p.noKEDA,
 		Standby:        p.standby,
-		ScaledObject:   decodeNamed[kedav1alpha1.ScaledObject](p.req.Children, groupScaledObject, p.actor.Name),
-		HPA:            decodeNamed[autoscalingv2.HorizontalPodAutoscaler](p.req.Related, groupHPA, "keda-hpa-"+p.actor.Name),
-		Pods:           decodeAll[corev1.Pod](p.req.Related, groupPod),
+		ScaledObject:   p.scaledObject(),
+		HPA:            p.hpa(),
+		Pods:           p.pods(),
 		MissingSecrets: p.missingSecrets(),
 		SpecProblems:   p.problems,
 		Transport:      p.transport,
@@ -147,26 +139,49 @@ func (p *plan) statusInput(now time.Time) status.Input {
 
 func (p *plan) observedWorkload() *status.Workload {
 	if p.actor.Spec.Workload.Kind == v1alpha1.KindStatefulSet {
-		if sts := decodeNamed[appsv1.StatefulSet](p.req.Children, groupStatefulSet, p.actor.Name); sts != nil {
-			return status.WorkloadFromStatefulSet(sts)
+		if sts := hook.Get(p.req.Children.StatefulSets, p.actor.Name); sts != nil {
+			return status.WorkloadFromStatefulSet(sts.Typed())
 		}
 		return nil
 	}
-	if d := decodeNamed[appsv1.Deployment](p.req.Children, groupDeployment, p.actor.Name); d != nil {
-		return status.WorkloadFromDeployment(d)
+	if d := hook.Get(p.req.Children.Deployments, p.actor.Name); d != nil {
+		return status.WorkloadFromDeployment(d.Typed())
 	}
 	return nil
+}
+
+func (p *plan) scaledObject() *kedav1alpha1.ScaledObject {
+	if so := hook.Get(p.req.Children.ScaledObjects, p.actor.Name); so != nil {
+		return so.Typed()
+	}
+	return nil
+}
+
+// hpa is KEDA's HorizontalPodAutoscaler for the actor.
+func (p *plan) hpa() *autoscalingv2.HorizontalPodAutoscaler {
+	if h := hook.Get(p.req.Related.HPAs, "keda-hpa-"+p.actor.Name); h != nil {
+		return h.Typed()
+	}
+	return nil
+}
+
+func (p *plan) pods() []corev1.Pod {
+	var out []corev1.Pod
+	for _, pod := range hook.Sorted(p.req.Related.Pods) {
+		out = append(out, pod.Typed())
+	}
+	return out
 }
 
 // missingSecrets lists referenced Secrets that Metacontroller looked for
 // and did not find. Without a Secret group nothing was looked for.
 func (p *plan) missingSecrets() []string {
-	if !p.req.Related.HasGroup(groupSecret[0], groupSecret[1]) {
+	if p.req.Related.Secrets == nil {
 		return nil
 	}
 	var missing []string
 	for _, ref := range p.config.SecretRefs() {
-		if p.req.Related.Get(groupSecret[0], groupSecret[1], ref.Name) == nil && !contains(missing, ref.Name) {
+		if hook.Get(p.req.Related.Secrets, ref.Name) == nil && !contains(missing, ref.Name) {
 			missing = append(missing, ref.Name)
 		}
 	}
@@ -180,28 +195,6 @@ func contains(list []string, s string) bool {
 		}
 	}
 	return false
-}
-
-func decodeNamed[T any](objs hook.Objects, group [2]string, name string) *T {
-	obj := objs.Get(group[0], group[1], name)
-	if obj == nil {
-		return nil
-	}
-	typed, err := hook.Decode[T](obj)
-	if err != nil {
-		return nil
-	}
-	return typed
-}
-
-func decodeAll[T any](objs hook.Objects, group [2]string) []T {
-	var out []T
-	for _, obj := range objs.List(group[0], group[1]) {
-		if typed, err := hook.Decode[T](obj); err == nil {
-			out = append(out, *typed)
-		}
-	}
-	return out
 }
 
 // AnnotationLastApplied is where Metacontroller keeps what it last applied.

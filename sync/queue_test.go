@@ -33,7 +33,7 @@ func rabbitHandler(t *testing.T, port int) *Handler {
 }
 
 // actorRequest is the minimal golden request for an actor of another name.
-func actorRequest(t *testing.T, name string) *hook.Request {
+func actorRequest(t *testing.T, name string) *hook.SyncRequest {
 	t.Helper()
 	req, _ := loadCase(t, filepath.Join(casesDir, "minimal"))
 	req.Parent = []byte(fmt.Sprintf(`{"apiVersion":"asya.sh/v1alpha1","kind":"AsyncActor",

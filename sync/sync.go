@@ -33,7 +33,7 @@ type Handler struct {
 var errNoParent = errors.New("parent does not decode")
 
 // Sync computes the desired children and status for one request.
-func (h *Handler) Sync(ctx context.Context, req *hook.Request) (*hook.Response, error) {
+func (h *Handler) Sync(ctx context.Context, req *hook.SyncRequest) (*hook.Response, error) {
 	actor, specErr := hook.DecodeParent(req.Parent)
 	if actor == nil {
 		return nil, specErr

@@ -154,7 +154,7 @@ func DecodeRequest(body []byte) (*Request, error) {
 	if err := decodeObject(body, &req); err != nil {
 		return nil, err
 	}
-	if err := checkParent(req.Parent); err != nil {
+	if _, err := checkParent(req.Parent); err != nil {
 		return nil, err
 	}
 	return &req, nil
@@ -166,7 +166,7 @@ func DecodeCustomizeRequest(body []byte) (*CustomizeRequest, error) {
 	if err := decodeObject(body, &req); err != nil {
 		return nil, err
 	}
-	if err := checkParent(req.Parent); err != nil {
+	if _, err := checkParent(req.Parent); err != nil {
 		return nil, err
 	}
 	return &req, nil
@@ -186,29 +186,33 @@ func decodeObject(body []byte, into any) error {
 	return nil
 }
 
+// parentMeta is what checkParent reads of the parent.
+type parentMeta struct {
+	Namespace string `json:"namespace"`
+	Name      string `json:"name"`
+}
+
 // checkParent accepts only an AsyncActor with a name.
-func checkParent(raw json.RawMessage) error {
+func checkParent(raw json.RawMessage) (parentMeta, error) {
 	if len(raw) == 0 || string(raw) == "null" {
-		return errors.New("request has no parent")
+		return parentMeta{}, errors.New("request has no parent")
 	}
-	var meta struct {
-		APIVersion string `json:"apiVersion"`
-		Kind       string `json:"kind"`
-		Metadata   struct {
-			Name string `json:"name"`
-		} `json:"metadata"`
+	var shell struct {
+		APIVersion string     `json:"apiVersion"`
+		Kind       string     `json:"kind"`
+		Metadata   parentMeta `json:"metadata"`
 	}
-	if err := json.Unmarshal(raw, &meta); err != nil {
-		return fmt.Errorf("parent is not an object: %w", err)
+	if err := json.Unmarshal(raw, &shell); err != nil {
+		return parentMeta{}, fmt.Errorf("parent is not an object: %w", err)
 	}
 	want := v1alpha1.GroupVersion.String()
-	if meta.Kind != v1alpha1.Kind || meta.APIVersion != want {
-		return fmt.Errorf("parent is %s %q, want %s %q", meta.APIVersion, meta.Kind, want, v1alpha1.Kind)
+	if shell.Kind != v1alpha1.Kind || shell.APIVersion != want {
+		return parentMeta{}, fmt.Errorf("parent is %s %q, want %s %q", shell.APIVersion, shell.Kind, want, v1alpha1.Kind)
 	}
-	if meta.Metadata.Name == "" {
-		return errors.New("parent has no metadata.name")
+	if shell.Metadata.Name == "" {
+		return parentMeta{}, errors.New("parent has no metadata.name")
 	}
-	return nil
+	return shell.Metadata, nil
 }
 
 // Child renders a desired child the way kubectl apply input looks: no

@@ -2,6 +2,8 @@ package main
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"io"
@@ -81,11 +83,11 @@ func (s *server) hook(name string, fn hookFunc) http.HandlerFunc {
 		s.metrics.observe(name, code, out.result, elapsed)
 		s.metrics.actors.record(name, code, out)
 		s.logCall(name, code, out, err, elapsed)
+		answer := out.body
 		if err != nil {
-			writeJSON(w, code, map[string]string{"error": err.Error()})
-			return
+			answer = map[string]string{"error": err.Error()}
 		}
-		writeJSON(w, code, out.body)
+		writeAnswer(w, r, code, answer)
 	}
 }
 
@@ -119,17 +121,22 @@ func (s *server) logCall(name string, code int, out outcome, err error, elapsed 
 }
 
 func (s *server) handleSync(ctx context.Context, body []byte) (outcome, error) {
-	req, err := hook.DecodeRequest(body)
+	req, err := hook.DecodeSyncRequest(body)
 	if err != nil {
 		return outcome{}, badRequest{err}
 	}
 	if req.Finalizing {
 		// A CompositeController without a finalize hook sends deletions
 		// to sync; they get the same teardown.
-		return s.finalizeRequest(ctx, req)
+		return s.handleFinalize(ctx, body)
 	}
 	resp, err := s.sync.Sync(ctx, req)
-	return responseOutcome(req, resp, err)
+	out := outcome{namespace: req.Namespace, name: req.Name}
+	if err != nil {
+		return out, err
+	}
+	out.result, out.body = resp.Status.Status, resp
+	return out, nil
 }
 
 func (s *server) handleFinalize(ctx context.Context, body []byte) (outcome, error) {
@@ -176,6 +183,34 @@ func parentName(raw json.RawMessage) (string, string) {
 	}
 	_ = json.Unmarshal(raw, &meta)
 	return meta.Metadata.Namespace, meta.Metadata.Name
+}
+
+// writeAnswer writes a hook's answer with an ETag of its body. A caller
+// that already holds that very answer (Metacontroller's webhook etag
+// cache sends its ETag in If-None-Match) gets 304 and no body.
+func writeAnswer(w http.ResponseWriter, r *http.Request, code int, v any) {
+	body, err := json.Marshal(v)
+	if err != nil {
+		writeJSON(w, http.StatusInternalServerError, map[string]string{"error": err.Error()})
+		return
+	}
+	body = append(body, '\n')
+	tag := etag(body)
+	w.Header().Set("ETag", tag)
+	if code == http.StatusOK && r.Header.Get("If-None-Match") == tag {
+		w.WriteHeader(http.StatusNotModified)
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Content-Length", strconv.Itoa(len(body)))
+	w.WriteHeader(code)
+	_, _ = w.Write(body)
+}
+
+// etag is a strong entity tag of body.
+func etag(body []byte) string {
+	sum := sha256.Sum256(body)
+	return `"` + hex.EncodeToString(sum[:16]) + `"`
 }
 
 func writeJSON(w http.ResponseWriter, code int, v any) {

@@ -1,0 +1,224 @@
+package hook
+
+import (
+	"encoding/json"
+	"slices"
+	"strings"
+
+	kedav1alpha1 "github.com/kedacore/keda/v2/apis/keda/v1alpha1"
+	appsv1 "k8s.io/api/apps/v1"
+	autoscalingv2 "k8s.io/api/autoscaling/v2"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+)
+
+// SyncRequest is what a sync reads of Metacontroller's request, decoded in
+// one pass. Observed objects come as the API server returns them, with
+// managedFields, last-applied annotations and, in ConfigMaps, the runtime
+// script: the views below name the few fields the hook reads, so the
+// decoder skips everything else without building it.
+//
+// A group is nil when Metacontroller did not send it, and empty when it
+// sent it without objects. Another group is one more field here and a
+// view type below.
+type SyncRequest struct {
+	Parent     json.RawMessage  `json:"parent"`
+	Finalizing bool             `json:"finalizing,omitempty"`
+	Children   ObservedChildren `json:"children"`
+	Related    ObservedRelated  `json:"related"`
+	// Namespace and Name are the parent's, for logs and metrics.
+	Namespace, Name string `json:"-"`
+	body            []byte
+}
+
+// ObservedChildren are the child groups the hook reads.
+type ObservedChildren struct {
+	Deployments   Group[Deployment]   `json:"Deployment.apps/v1"`
+	StatefulSets  Group[StatefulSet]  `json:"StatefulSet.apps/v1"`
+	ScaledObjects Group[ScaledObject] `json:"ScaledObject.keda.sh/v1alpha1"`
+}
+
+// ObservedRelated are the related groups the hook reads.
+type ObservedRelated struct {
+	Pods    Group[Pod]    `json:"Pod.v1"`
+	HPAs    Group[HPA]    `json:"HorizontalPodAutoscaler.autoscaling/v2"`
+	Secrets Group[Object] `json:"Secret.v1"`
+	// AsyncActors are the actors of the parent's name in every namespace:
+	// few and small, so they are decoded whole.
+	AsyncActors UnstructuredGroup `json:"AsyncActor.asya.sh/v1alpha1"`
+}
+
+// UnstructuredGroup is a group decoded whole.
+type UnstructuredGroup map[string]*unstructured.Unstructured
+
+// List returns the group's objects sorted by namespace and name.
+func (g UnstructuredGroup) List() []*unstructured.Unstructured {
+	out := make([]*unstructured.Unstructured, 0, len(g))
+	for _, obj := range g {
+		if obj != nil {
+			out = append(out, obj)
+		}
+	}
+	sortObjects(out)
+	return out
+}
+
+// Object is the metadata every view reads.
+type Object struct {
+	Metadata ObjectMeta `json:"metadata"`
+}
+
+// ObjectMeta is the part of metadata the hook reads.
+type ObjectMeta struct {
+	Name              string       `json:"name"`
+	Namespace         string       `json:"namespace"`
+	Generation        int64        `json:"generation"`
+	CreationTimestamp metav1.Time  `json:"creationTimestamp"`
+	DeletionTimestamp *metav1.Time `json:"deletionTimestamp"`
+}
+
+func (o *Object) meta() *ObjectMeta { return &o.Metadata }
+
+// objectMeta is the typed form of what was read.
+func (m ObjectMeta) objectMeta() metav1.ObjectMeta {
+	return metav1.ObjectMeta{Name: m.Name, Namespace: m.Namespace, Generation: m.Generation,
+		CreationTimestamp: m.CreationTimestamp, DeletionTimestamp: m.DeletionTimestamp}
+}
+
+// Deployment is what the status reads of the workload.
+type Deployment struct {
+	Object
+	Spec struct {
+		Replicas *int32 `json:"replicas"`
+	} `json:"spec"`
+	Status appsv1.DeploymentStatus `json:"status"`
+}
+
+// Typed returns the fields read as an appsv1.Deployment.
+func (d *Deployment) Typed() *appsv1.Deployment {
+	return &appsv1.Deployment{ObjectMeta: d.Metadata.objectMeta(),
+		Spec: appsv1.DeploymentSpec{Replicas: d.Spec.Replicas}, Status: d.Status}
+}
+
+// StatefulSet is what the status reads of the workload.
+type StatefulSet struct {
+	Object
+	Spec struct {
+		Replicas *int32 `json:"replicas"`
+	} `json:"spec"`
+	Status appsv1.StatefulSetStatus `json:"status"`
+}
+
+// Typed returns the fields read as an appsv1.StatefulSet.
+func (s *StatefulSet) Typed() *appsv1.StatefulSet {
+	return &appsv1.StatefulSet{ObjectMeta: s.Metadata.objectMeta(),
+		Spec: appsv1.StatefulSetSpec{Replicas: s.Spec.Replicas}, Status: s.Status}
+}
+
+// ScaledObject is what the status reads of KEDA's verdict.
+type ScaledObject struct {
+	Object
+	Status struct {
+		Conditions kedav1alpha1.Conditions `json:"conditions"`
+	} `json:"status"`
+}
+
+// Typed returns the fields read as a KEDA ScaledObject.
+func (s *ScaledObject) Typed() *kedav1alpha1.ScaledObject {
+	return &kedav1alpha1.ScaledObject{ObjectMeta: s.Metadata.objectMeta(),
+		Status: kedav1alpha1.ScaledObjectStatus{Conditions: s.Status.Conditions}}
+}
+
+// Pod is what the status reads of a pod: its phase, conditions and
+// container states.
+type Pod struct {
+	Object
+	Status corev1.PodStatus `json:"status"`
+}
+
+// Typed returns the fields read as a corev1.Pod.
+func (p *Pod) Typed() corev1.Pod {
+	return corev1.Pod{ObjectMeta: p.Metadata.objectMeta(), Status: p.Status}
+}
+
+// HPA is what the status reads of KEDA's HorizontalPodAutoscaler.
+type HPA struct {
+	Object
+	Status struct {
+		DesiredReplicas int32 `json:"desiredReplicas"`
+	} `json:"status"`
+}
+
+// Typed returns the fields read as an autoscalingv2.HorizontalPodAutoscaler.
+func (h *HPA) Typed() *autoscalingv2.HorizontalPodAutoscaler {
+	return &autoscalingv2.HorizontalPodAutoscaler{ObjectMeta: h.Metadata.objectMeta(),
+		Status: autoscalingv2.HorizontalPodAutoscalerStatus{DesiredReplicas: h.Status.DesiredReplicas}}
+}
+
+type viewer interface{ meta() *ObjectMeta }
+
+// Group is one group of observed objects, keyed by name (hook v1) or
+// namespace/name (hook v2).
+type Group[T any] map[string]*T
+
+// Get returns the object of the group with the given name, or nil.
+func Get[T any, P interface {
+	*T
+	viewer
+}](g Group[T], name string) *T {
+	for _, obj := range g {
+		if obj != nil && P(obj).meta().Name == name {
+			return obj
+		}
+	}
+	return nil
+}
+
+// Sorted returns the group's objects by namespace and name.
+func Sorted[T any, P interface {
+	*T
+	viewer
+}](g Group[T]) []*T {
+	out := make([]*T, 0, len(g))
+	for _, obj := range g {
+		if obj != nil {
+			out = append(out, obj)
+		}
+	}
+	slices.SortFunc(out, func(a, b *T) int {
+		ma, mb := P(a).meta(), P(b).meta()
+		if c := strings.Compare(ma.Namespace, mb.Namespace); c != 0 {
+			return c
+		}
+		return strings.Compare(ma.Name, mb.Name)
+	})
+	return out
+}
+
+// DecodeSyncRequest parses a sync request body in one pass. Its errors
+// describe a malformed request, which the HTTP layer answers with 400.
+func DecodeSyncRequest(body []byte) (*SyncRequest, error) {
+	req := &SyncRequest{body: body}
+	if err := decodeObject(body, req); err != nil {
+		return nil, err
+	}
+	meta, err := checkParent(req.Parent)
+	if err != nil {
+		return nil, err
+	}
+	req.Namespace, req.Name = meta.Namespace, meta.Name
+	return req, nil
+}
+
+// AllChildren decodes every observed child in full, for the rare sync that
+// needs them all: an invalid spec keeps each child as it was last applied.
+func (r *SyncRequest) AllChildren() (Objects, error) {
+	var all struct {
+		Children Objects `json:"children"`
+	}
+	if err := json.Unmarshal(r.body, &all); err != nil {
+		return nil, err
+	}
+	return all.Children, nil
+}
