@@ -70,6 +70,59 @@ func TestLastScaleAcrossCreation(t *testing.T) {
 	}
 }
 
+// TestHealthyStartWritesThreeTimes walks a new actor through what the
+// Deployment controller and the kubelet report while its one pod comes up
+// healthy, syncing after each report as Metacontroller does. Metacontroller
+// writes the status whenever it changes: Creating, Updating, Running.
+func TestHealthyStartWritesThreeTimes(t *testing.T) {
+	starting := func(w *Workload) *Workload {
+		w.ReadyReplicas, w.AvailableReplicas = 0, 0
+		return w
+	}
+	steps := []struct {
+		name     string
+		workload *Workload
+		pods     []string
+	}{
+		{"nothing observed", nil, nil},
+		{"Deployment created, no status", &Workload{Kind: "Deployment", Name: "echo", Generation: 1, DesiredReplicas: ptr(int32(1))}, nil},
+		{"Deployment observed, no pods", &Workload{Kind: "Deployment", Name: "echo", Generation: 1, ObservedGeneration: 1, DesiredReplicas: ptr(int32(1))}, nil},
+		{"pod scheduled, sandbox starting", starting(deployment(1, 1)), []string{"sandbox-not-ready"}},
+		{"containers started, not ready", starting(deployment(1, 1)), []string{"starting"}},
+		{"pod ready, Deployment not caught up", starting(deployment(1, 1)), []string{"running"}},
+		{"Deployment caught up", deployment(1, 1), []string{"running"}},
+	}
+	in := input()
+	in.Now = at("03:16:00")
+	var statuses []string
+	var prev v1alpha1.AsyncActorStatus
+	for _, step := range steps {
+		in.Workload = step.workload
+		in.Pods = pods(t, step.pods...)
+		st := roundTrip(t, Compute(in).Status)
+		if string(jsonOf(t, st)) != string(jsonOf(t, prev)) {
+			statuses = append(statuses, st.Status+" ("+step.name+")")
+		}
+		prev = st
+		in = withStatus(t, in, st)
+	}
+	if len(statuses) != 3 || prev.Status != Running {
+		t.Errorf("status writes: %q; want Creating, Updating, Running", statuses)
+	}
+}
+
+// TestCreatingEndsWithAFailure: a workload that cannot create its pods is
+// not Creating but failing.
+func TestCreatingEndsWithAFailure(t *testing.T) {
+	in := input()
+	in = withStatus(t, in, Compute(in).Status)
+	in.Workload = &Workload{Kind: "Deployment", Name: "echo", Generation: 1, ObservedGeneration: 1, DesiredReplicas: ptr(int32(1)),
+		Failure: &WorkloadFailure{Reason: "FailedCreate", Message: "exceeded quota"}}
+	if got := Compute(in).Status.Status; got != WorkloadError {
+		t.Errorf("got %s, want WorkloadError", got)
+	}
+}
+
 // degradedInput has one of two pods not ready since 03:10:05.
 func degradedInput(t *testing.T, now time.Time) Input {
 	in := input()

@@ -79,7 +79,7 @@ func (o *observation) workloadCondition() condition {
 	case o.issue != nil:
 		return condition{metav1.ConditionFalse, o.issue.reason, o.issue.message}
 	case o.in.Workload == nil:
-		return condition{metav1.ConditionFalse, "NotCreated", fmt.Sprintf("%s %s has not been created yet", o.workloadKind(), o.workloadName())}
+		return condition{metav1.ConditionFalse, "Creating", fmt.Sprintf("%s %s is being created and has no pods yet", o.workloadKind(), o.workloadName())}
 	}
 	w := o.in.Workload
 	switch {
@@ -95,10 +95,15 @@ func (o *observation) workloadCondition() condition {
 		fmt.Sprintf("%s %s: %d/%d replicas ready", w.Kind, w.Name, w.ReadyReplicas, w.Replicas)}
 }
 
+// notAllReadyMessage counts the ready replicas. While pods are still
+// starting, their progress (scheduled, containers started, ready before the
+// workload counts them) is no news the user would act on, and each change
+// of wording would cost a status write; once the actor is stuck, the
+// message names the pod that has been not ready the longest.
 func (o *observation) notAllReadyMessage() string {
 	w := o.in.Workload
 	msg := fmt.Sprintf("%s %s: %d/%d replicas ready", w.Kind, w.Name, w.ReadyReplicas, w.Replicas)
-	if nr := o.pods.notReady; nr != nil {
+	if nr := o.pods.notReady; nr != nil && o.stuck() {
 		msg += fmt.Sprintf("; pod %s is not ready", nr.name)
 		if nr.message != "" {
 			msg += ": " + nr.message

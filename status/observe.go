@@ -39,6 +39,9 @@ func observe(in Input) *observation {
 	if actor == nil {
 		actor = &v1alpha1.AsyncActor{}
 	}
+	if stillCreating(in) {
+		in.Workload = nil
+	}
 	o := &observation{
 		in:          in,
 		actor:       actor,
@@ -51,6 +54,17 @@ func observe(in Input) *observation {
 	o.scaling = o.scalingState()
 	o.desired = o.desiredReplicas()
 	return o
+}
+
+// stillCreating: the actor was Creating and its workload has no pods yet
+// (the Deployment controller's first status reports none) and reports no
+// failure. Such a workload is still being created: counting it as
+// observed would write an Updating status that changes nothing the user
+// would act on, and then another once its first pod appears.
+func stillCreating(in Input) bool {
+	w := in.Workload
+	return w != nil && in.Actor != nil && in.Actor.Status.Status == Creating &&
+		w.Replicas == 0 && w.Failure == nil && (w.DesiredReplicas == nil || *w.DesiredReplicas > 0)
 }
 
 // workloadIssue is the first workload problem in status order. Problems of
