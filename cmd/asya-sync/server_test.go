@@ -166,3 +166,61 @@ func TestSyncWhileFinalizingTearsDown(t *testing.T) {
 		t.Errorf("got %d %v, want 200, finalized and no children", code, body)
 	}
 }
+
+// TestETag: every answer names its body; a caller holding that very answer
+// gets 304 and no body, any other tag the full answer.
+func TestETag(t *testing.T) {
+	ts := newTestServer(t, 1<<20)
+	sync := `{"parent":` + actorJSON + `}`
+	call := func(path, body, ifNoneMatch string) (*http.Response, []byte) {
+		t.Helper()
+		req, err := http.NewRequest("POST", ts.URL+path, strings.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ifNoneMatch != "" {
+			req.Header.Set("If-None-Match", ifNoneMatch)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		data, err := io.ReadAll(resp.Body)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return resp, data
+	}
+	first, body := call("/sync", sync, "")
+	tag := first.Header.Get("ETag")
+	if first.StatusCode != http.StatusOK || tag != etag(body) {
+		t.Fatalf("first sync: %d, ETag %q, want 200 and %q", first.StatusCode, tag, etag(body))
+	}
+	tests := []struct {
+		name, path, body, ifNoneMatch string
+		code                          int
+	}{
+		{"same answer", "/sync", sync, tag, http.StatusNotModified},
+		{"another answer held", "/sync", sync, `"0123"`, http.StatusOK},
+		{"customize, sync's tag", "/customize", sync, tag, http.StatusOK},
+		{"bad request", "/sync", "{}", etag([]byte(`{"error":"request has no parent"}` + "\n")), http.StatusBadRequest},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			resp, data := call(tt.path, tt.body, tt.ifNoneMatch)
+			if resp.StatusCode != tt.code {
+				t.Fatalf("code %d, want %d: %s", resp.StatusCode, tt.code, data)
+			}
+			if tt.code == http.StatusNotModified {
+				if len(data) != 0 || resp.Header.Get("ETag") != tag {
+					t.Errorf("304 with body %q and ETag %q, want none and %q", data, resp.Header.Get("ETag"), tag)
+				}
+				return
+			}
+			if got := resp.Header.Get("ETag"); got != etag(data) {
+				t.Errorf("ETag %q, want the body's %q", got, etag(data))
+			}
+		})
+	}
+}
