@@ -8,7 +8,7 @@ COMMIT ?= $(shell git rev-parse HEAD 2>/dev/null || echo unknown)
 LDFLAGS := -s -w -X github.com/asya-sh/asya-sync/internal/version.version=$(VERSION) \
 	-X github.com/asya-sh/asya-sync/internal/version.commit=$(COMMIT)
 
-.PHONY: run test services rules vet unit runtime-test e2e build
+.PHONY: run test services rules vet unit runtime-test e2e build bench
 
 run:
 	$(GO) run ./cmd/asya-sync render -f examples/hello-actor.yaml --config examples/config.yaml
@@ -36,3 +36,8 @@ test: services rules vet unit runtime-test
 
 e2e:
 	bash .ci/e2e.sh
+
+# One table: a sync of the realistic request against json.Valid of the same
+# bytes, then asya-sync serve under 8 concurrent clients (docs/performance.md).
+bench: services
+	GO=$(GO) bash .ci/bench.sh

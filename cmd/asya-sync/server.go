@@ -1,12 +1,12 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
-	"io"
 	"net/http"
 	"strconv"
 	"sync/atomic"
@@ -92,7 +92,7 @@ func (s *server) hook(name string, fn hookFunc) http.HandlerFunc {
 }
 
 func (s *server) serve(r *http.Request, fn hookFunc) (int, outcome, error) {
-	body, err := io.ReadAll(http.MaxBytesReader(nil, r.Body, s.maxBody))
+	body, err := readBody(r, s.maxBody)
 	var tooLarge *http.MaxBytesError
 	switch {
 	case errors.As(err, &tooLarge):
@@ -109,6 +109,16 @@ func (s *server) serve(r *http.Request, fn hookFunc) (int, outcome, error) {
 		return http.StatusInternalServerError, outcome{result: "failed"}, err
 	}
 	return http.StatusOK, out, nil
+}
+
+// readBody reads the request body within limit, into a buffer sized by
+// Content-Length when the caller sent one, so a large request is not
+// copied again and again as the buffer grows.
+func readBody(r *http.Request, limit int64) ([]byte, error) {
+	size := min(max(r.ContentLength, 0), limit) + bytes.MinRead
+	buf := bytes.NewBuffer(make([]byte, 0, size))
+	_, err := buf.ReadFrom(http.MaxBytesReader(nil, r.Body, limit))
+	return buf.Bytes(), err
 }
 
 func (s *server) logCall(name string, code int, out outcome, err error, elapsed time.Duration) {
