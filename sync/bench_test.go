@@ -10,7 +10,7 @@ import (
 // broker (the queue ensure is cached in steady state), for golden cases of
 // increasing size.
 func BenchmarkSync(b *testing.B) {
-	for _, name := range []string{"minimal", "pod-security-restricted", "pod-security-violation", "scaling-on", "multiple-containers", "invalid-keeps-children"} {
+	for _, name := range []string{"minimal", "pod-security-restricted", "pod-security-violation", "scaling-on", "multiple-containers", "invalid-keeps-children", "realistic"} {
 		b.Run(name, func(b *testing.B) {
 			req, h := loadCase(b, filepath.Join(casesDir, name))
 			b.ReportAllocs()
