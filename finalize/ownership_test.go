@@ -100,6 +100,20 @@ func request(t *testing.T, self actor, all ...actor) *hook.Request {
 		Related: hook.Objects{hook.GroupKey(v1alpha1.Kind, v1alpha1.GroupVersion.String()): group}}
 }
 
+// syncRequest is request as the sync hook decodes it.
+func syncRequest(t *testing.T, self actor, all ...actor) *hook.SyncRequest {
+	t.Helper()
+	body, err := json.Marshal(request(t, self, all...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req, err := hook.DecodeSyncRequest(body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return req
+}
+
 // broker is what the test itself does on a transport's broker.
 type broker interface {
 	// declare creates the queue as the Asya operator did: a plain durable
@@ -127,11 +141,11 @@ func TestOneQueueOneOwnerAcrossNamespaces(t *testing.T) {
 			owner := actor{"team-a", name, tc.transport, time.Now().Add(-time.Hour), false}
 			other := actor{"team-b", name, tc.transport, time.Now(), false}
 
-			resp, err := h.sync.Sync(ctx, request(t, owner, owner, other))
+			resp, err := h.sync.Sync(ctx, syncRequest(t, owner, owner, other))
 			if err != nil || resp.Status.TransportStatus != "Ready" {
 				t.Fatalf("owner's sync: err=%v status=%+v, want the queue ensured", err, resp.Status)
 			}
-			resp, err = h.sync.Sync(ctx, request(t, other, owner, other))
+			resp, err = h.sync.Sync(ctx, syncRequest(t, other, owner, other))
 			if err != nil {
 				t.Fatal(err)
 			}
