@@ -20,7 +20,14 @@ $GO build -o "$work/load" ./bench/load
 echo "machine: $(nproc) cores, $(awk '/MemTotal/ {printf "%.0f GiB", $2/1048576}' /proc/meminfo), $($GO version | cut -d' ' -f3-), load average $(cut -d' ' -f1-3 /proc/loadavg)"
 echo
 awk '
-  /^Benchmark/ { name=$1; sub(/-[0-9]+$/, "", name); ns[name]=$3; b[name]=$5; a[name]=$7; order[++n]=name }
+  /^Benchmark/ {
+    name=$1; sub(/-[0-9]+$/, "", name); order[++n]=name
+    for (i = 3; i <= NF; i++) {
+      if ($i == "ns/op") ns[name]=$(i-1)
+      if ($i == "B/op") b[name]=$(i-1)
+      if ($i == "allocs/op") a[name]=$(i-1)
+    }
+  }
   END {
     floor = ns["BenchmarkJSONValid/realistic"]
     print "| benchmark (realistic request) | time/op | × json.Valid | bytes/op | allocs/op |"
