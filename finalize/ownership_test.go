@@ -198,7 +198,7 @@ func TestAdoptsTheOperatorsQueue(t *testing.T) {
 			b.publish(t, queue)
 			b.publish(t, queue)
 			a := actor{"ml", name, tc.transport, time.Now(), false}
-			resp, err := h.sync.Sync(ctx, request(t, a, a))
+			resp, err := h.sync.Sync(ctx, syncRequest(t, a, a))
 			if err != nil || resp.Status.TransportStatus != "Ready" {
 				t.Fatalf("sync: err=%v status=%+v, want the operator's queue taken over", err, resp.Status)
 			}
