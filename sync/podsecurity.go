@@ -7,10 +7,9 @@ import (
 	psaapi "k8s.io/pod-security-admission/api"
 	psapolicy "k8s.io/pod-security-admission/policy"
 
+	"github.com/asya-sh/asya-sync/api/hook"
 	"github.com/asya-sh/asya-sync/children"
 )
-
-var groupNamespace = [2]string{"Namespace", "v1"}
 
 // podSecurity holds the API server's own Pod Security checks, so that what
 // the hook predicts and what admission decides are the same rules with the
@@ -49,10 +48,10 @@ func (p *plan) checkPodSecurity() {
 	if !p.valid() {
 		return
 	}
-	ns := decodeNamed[corev1.Namespace](p.req.Related, groupNamespace, p.actor.Namespace)
+	ns := hook.Get(p.req.Related.Namespaces, p.actor.Namespace)
 	if ns == nil {
 		return
 	}
 	tmpl := children.PodTemplate(p.h.input(p.actor, p.config, p.noKEDA, p.standby))
-	p.problems = append(p.problems, podSecurityProblems(ns, tmpl)...)
+	p.problems = append(p.problems, podSecurityProblems(ns.Typed(), tmpl)...)
 }

@@ -41,9 +41,10 @@ type ObservedChildren struct {
 
 // ObservedRelated are the related groups the hook reads.
 type ObservedRelated struct {
-	Pods    Group[Pod]    `json:"Pod.v1"`
-	HPAs    Group[HPA]    `json:"HorizontalPodAutoscaler.autoscaling/v2"`
-	Secrets Group[Object] `json:"Secret.v1"`
+	Pods       Group[Pod]       `json:"Pod.v1"`
+	HPAs       Group[HPA]       `json:"HorizontalPodAutoscaler.autoscaling/v2"`
+	Secrets    Group[Object]    `json:"Secret.v1"`
+	Namespaces Group[Namespace] `json:"Namespace.v1"`
 	// AsyncActors are the actors of the parent's name in every namespace:
 	// few and small, so they are decoded whole.
 	AsyncActors UnstructuredGroup `json:"AsyncActor.asya.sh/v1alpha1"`
@@ -154,6 +155,23 @@ type HPA struct {
 func (h *HPA) Typed() *autoscalingv2.HorizontalPodAutoscaler {
 	return &autoscalingv2.HorizontalPodAutoscaler{ObjectMeta: h.Metadata.objectMeta(),
 		Status: autoscalingv2.HorizontalPodAutoscalerStatus{DesiredReplicas: h.Status.DesiredReplicas}}
+}
+
+// Namespace is what the Pod Security check reads: the namespace's labels.
+type Namespace struct {
+	Metadata struct {
+		ObjectMeta
+		Labels map[string]string `json:"labels"`
+	} `json:"metadata"`
+}
+
+func (n *Namespace) meta() *ObjectMeta { return &n.Metadata.ObjectMeta }
+
+// Typed returns the fields read as a corev1.Namespace.
+func (n *Namespace) Typed() *corev1.Namespace {
+	meta := n.Metadata.objectMeta()
+	meta.Labels = n.Metadata.Labels
+	return &corev1.Namespace{ObjectMeta: meta}
 }
 
 type viewer interface{ meta() *ObjectMeta }
