@@ -27,6 +27,14 @@ transports:
 
 func newTestServer(t testing.TB, maxBody int64) *httptest.Server {
 	t.Helper()
+	ts := httptest.NewServer(newTestService(t, maxBody).routes())
+	t.Cleanup(ts.Close)
+	return ts
+}
+
+// newTestService is the HTTP shell with no open broker.
+func newTestService(t testing.TB, maxBody int64) *server {
+	t.Helper()
 	cfg, err := config.Parse([]byte(testConfig))
 	if err != nil {
 		t.Fatal(err)
@@ -41,9 +49,7 @@ func newTestServer(t testing.TB, maxBody int64) *httptest.Server {
 		metrics:  newMetrics(),
 		maxBody:  maxBody,
 	}
-	ts := httptest.NewServer(s.routes())
-	t.Cleanup(ts.Close)
-	return ts
+	return s
 }
 
 const actorJSON = `{"apiVersion":"asya.sh/v1alpha1","kind":"AsyncActor","metadata":{"name":"echo","namespace":"ml"},
