@@ -47,7 +47,7 @@ type credentials struct {
 
 	cert      atomic.Pointer[tls.Certificate]
 	clientCAs atomic.Pointer[x509.CertPool]
-	token     atomic.Pointer[[sha256.Size]byte] // hash: compared in constant time and length
+	tokens    atomic.Pointer[[][sha256.Size]byte] // hashes: compared in constant time and length
 
 	seen       map[string][sha256.Size]byte // content last tried, by file label
 	unreadable map[string]bool              // failure already counted
@@ -126,12 +126,18 @@ func (c *credentials) loaders() []loader {
 	}
 	if c.files.tokenFile != "" {
 		out = append(out, loader{"auth-token", []string{c.files.tokenFile}, func(b [][]byte) error {
-			token := bytes.TrimSpace(b[0])
-			if len(token) == 0 {
+			// One token a line: during a rotation the file holds the old
+			// and the new one, so callers can switch without a refusal.
+			var sums [][sha256.Size]byte
+			for _, line := range bytes.Split(b[0], []byte("\n")) {
+				if token := bytes.TrimSpace(line); len(token) > 0 {
+					sums = append(sums, sha256.Sum256(token))
+				}
+			}
+			if len(sums) == 0 {
 				return errors.New("the token file is empty")
 			}
-			sum := sha256.Sum256(token)
-			c.token.Store(&sum)
+			c.tokens.Store(&sums)
 			return nil
 		}})
 	}
@@ -254,12 +260,22 @@ func (c *credentials) refusal(r *http.Request) string {
 		if !ok {
 			return reasonNoToken
 		}
-		sum := sha256.Sum256([]byte(presented))
-		if subtle.ConstantTimeCompare(sum[:], c.token.Load()[:]) != 1 {
+		if !c.tokenValid(presented) {
 			return reasonBadToken
 		}
 	}
 	return ""
+}
+
+// tokenValid compares the presented token's hash with every accepted one,
+// in time independent of where (or whether) it matches.
+func (c *credentials) tokenValid(presented string) bool {
+	sum := sha256.Sum256([]byte(presented))
+	match := 0
+	for _, want := range *c.tokens.Load() {
+		match |= subtle.ConstantTimeCompare(sum[:], want[:])
+	}
+	return match == 1
 }
 
 func (c *credentials) verifyClient(chain []*x509.Certificate) bool {
