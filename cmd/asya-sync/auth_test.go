@@ -20,9 +20,15 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
+	amqp "github.com/rabbitmq/amqp091-go"
 	"github.com/rs/zerolog"
 
+	"github.com/asya-sh/asya-sync/config"
+	"github.com/asya-sh/asya-sync/finalize"
 	"github.com/asya-sh/asya-sync/internal/testenv"
+	asyaruntime "github.com/asya-sh/asya-sync/runtime"
+	hooksync "github.com/asya-sh/asya-sync/sync"
+	"github.com/asya-sh/asya-sync/transport"
 )
 
 // replaceFile replaces path atomically, as the kubelet updates a mounted
@@ -426,4 +432,98 @@ func counterValue(t testing.TB, c prometheus.Counter) float64 {
 		t.Fatal(err)
 	}
 	return m.GetCounter().GetValue()
+}
+
+// TestRefusedFinalizeLeavesTheQueue runs the service with a real RabbitMQ
+// behind it: finalize calls that fail authentication get 401 and the
+// actor's queue keeps its message; the authenticated call deletes it.
+func TestRefusedFinalizeLeavesTheQueue(t *testing.T) {
+	conn := testenv.Rabbit(t)
+	cfg, err := config.Parse([]byte(`
+transports:
+  rabbitmq: {type: rabbitmq, config: {host: 127.0.0.1, exchange: asya-auth-test}}
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	brokers, err := transport.Open(cfg, transport.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { brokers.Close() })
+	s := newTestService(t, 1<<20)
+	s.sync = &hooksync.Handler{Config: cfg, Transports: brokers, Script: asyaruntime.Embedded(), Now: time.Now}
+	s.finalize = &finalize.Handler{Config: cfg, Transports: brokers, Now: time.Now}
+	sec := startSecured(t, s)
+
+	actor := testenv.UniqueName("auth")
+	queue := "asya-" + actor
+	t.Cleanup(func() {
+		if testenv.QueueExists(t, conn, queue) {
+			testenv.DeleteQueue(t, conn, queue)
+		}
+	})
+	parent := strings.NewReplacer(`"name":"echo"`, `"name":"`+actor+`"`).Replace(actorJSON)
+	good := sec.clientCA.ClientCert("metacontroller")
+	code, body, err := call(t, sec.client(&good, false), sec.url+"/sync", "Bearer "+sec.token, `{"parent":`+parent+`,"children":{}}`)
+	if err != nil || code != http.StatusOK {
+		t.Fatalf("sync: %d %v %v", code, body, err)
+	}
+	ch, err := conn.Channel()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ch.Close()
+	if err := ch.PublishWithContext(context.Background(), "", queue, true, false, amqp.Publishing{Body: []byte("work")}); err != nil {
+		t.Fatal(err)
+	}
+	messages := func() int {
+		t.Helper()
+		q, err := ch.QueueDeclarePassive(queue, true, false, false, false, nil)
+		if err != nil {
+			t.Fatalf("queue %s: %v", queue, err)
+		}
+		return q.Messages
+	}
+	waitFor(t, func() bool { return messages() == 1 })
+
+	deleting := strings.Replace(parent, `"namespace":"ml"`, `"namespace":"ml","deletionTimestamp":"2026-01-01T00:00:00Z"`, 1)
+	finalizeBody := `{"parent":` + deleting + `,"children":{},"finalizing":true}`
+	stranger := testenv.NewTestCA(t, "another CA").ClientCert("metacontroller")
+	for _, tt := range []struct {
+		name, authorization string
+		cert                *tls.Certificate
+	}{
+		{"no token", "", &good},
+		{"wrong token", "Bearer guess", &good},
+		{"no client certificate", "Bearer " + sec.token, nil},
+		{"client certificate of another CA", "Bearer " + sec.token, &stranger},
+	} {
+		for _, hook := range []string{"/finalize", "/sync"} {
+			code, body, err := call(t, sec.client(tt.cert, false), sec.url+hook, tt.authorization, finalizeBody)
+			if err != nil || code != http.StatusUnauthorized {
+				t.Errorf("%s %s: got %d %v %v, want 401", tt.name, hook, code, body, err)
+			}
+		}
+		if n := messages(); n != 1 {
+			t.Fatalf("after a refused finalize (%s) the queue holds %d messages, want 1", tt.name, n)
+		}
+	}
+
+	code, body, err = call(t, sec.client(&good, false), sec.url+"/finalize", "Bearer "+sec.token, finalizeBody)
+	if err != nil || code != http.StatusOK || body["finalized"] != true {
+		t.Fatalf("authenticated finalize: %d %v %v, want 200 finalized", code, body, err)
+	}
+	if testenv.QueueExists(t, conn, queue) {
+		t.Errorf("queue %s survived the authenticated finalize", queue)
+	}
+}
+
+func waitFor(t *testing.T, cond func() bool) {
+	t.Helper()
+	for deadline := time.Now().Add(5 * time.Second); !cond(); time.Sleep(50 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("condition not met within 5 s")
+		}
+	}
 }
