@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"flag"
+	stdlog "log"
 	"net"
 	"net/http"
 	"os"
@@ -98,7 +99,10 @@ func runServe(args []string) error {
 // in-flight hooks.
 func (s *server) run(ctx context.Context, creds *credentials, hooks, open net.Listener) error {
 	handler := s.routes()
-	servers := []*http.Server{{Handler: handler, ReadHeaderTimeout: 10 * time.Second}}
+	// TLS handshake failures (a probe dropping the connection, a client
+	// that distrusts the certificate) go to the service's log.
+	errLog := stdlog.New(s.log.With().Str("level", "debug").Logger(), "", 0)
+	servers := []*http.Server{{Handler: handler, ReadHeaderTimeout: 10 * time.Second, ErrorLog: errLog}}
 	errc := make(chan error, 2)
 	if creds.files.tls() {
 		servers[0].TLSConfig = creds.tlsConfig()
@@ -113,7 +117,7 @@ func (s *server) run(ctx context.Context, creds *credentials, hooks, open net.Li
 		for _, path := range []string{"/metrics", "/healthz", "/readyz"} {
 			mux.Handle(path, handler)
 		}
-		servers = append(servers, &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second})
+		servers = append(servers, &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second, ErrorLog: errLog})
 		go func() { errc <- servers[1].Serve(open) }()
 		s.log.Info().Str("listen", open.Addr().String()).Msg("serving metrics and probes")
 	}
