@@ -208,6 +208,11 @@ func checkParent(raw json.RawMessage) error {
 	if meta.Metadata.Name == "" {
 		return errors.New("parent has no metadata.name")
 	}
+	// Metadata and status must decode: an actor without them cannot be
+	// answered at all (a bad spec, in contrast, goes into its status).
+	if actor, err := DecodeParent(raw); actor == nil {
+		return err
+	}
 	return nil
 }
 
