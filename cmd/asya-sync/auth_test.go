@@ -279,7 +279,6 @@ func TestRotationUnderLoad(t *testing.T) {
 
 	settle()
 	// Server certificate: a new one on disk is served without a restart.
-	oldServer := sec.serverPEM
 	sec.rotateServerCert(t)
 	settle()
 	block, _ := pem.Decode(sec.serverPEM)
@@ -287,7 +286,6 @@ func TestRotationUnderLoad(t *testing.T) {
 	if _, ok := seenSerials.Load(newLeaf.SerialNumber.String()); !ok {
 		t.Errorf("the rotated server certificate was not served")
 	}
-	_ = oldServer
 
 	// Token: the file lists the old and the new one while callers switch.
 	replaceFile(t, sec.files.tokenFile, []byte("first-token\nsecond-token\n"))
