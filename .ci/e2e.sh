@@ -128,7 +128,8 @@ gen_manifests() {
       --show-only templates/configmap.yaml \
       --show-only templates/service.yaml \
       --show-only templates/deployment.yaml \
-      --show-only templates/pdb.yaml
+      --show-only templates/pdb.yaml \
+      --show-only templates/networkpolicy.yaml
   } >"$out/asya-sync.yaml"
 }
 

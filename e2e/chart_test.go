@@ -4,6 +4,7 @@ package e2e
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"net/url"
 	"os"
@@ -99,6 +100,11 @@ func TestHelmLint(t *testing.T) {
 		{"--set", "config.queueCacheTTL=soon"},
 		{"--set", "replicaCount=-1"},
 		{"--set", "credentials.rabbitmq.nope.secretName=x"},
+		{"--set", "hooks.auth.mtls.enabled=true"},
+		{"--set", "hooks.tls.certManager.enabled=true"},
+		{"--set", "hooks.tls.enabled=false", "--set", "hooks.auth.mtls.enabled=true", "--set", "hooks.auth.mtls.clientCASecret=a", "--set", "hooks.auth.mtls.clientCertSecret=b"},
+		{"--set", "hooks.tls.existingSecret=x", "--set", "hooks.tls.certManager.enabled=true", "--set", "hooks.tls.certManager.issuerRef.name=ca"},
+		{"--set", "hooks.auth.token.key="},
 	} {
 		if _, err := env.helm(append([]string{"template", "asya-sync", "./chart"}, bad...)...); err == nil {
 			t.Errorf("helm template %v: accepted; want a schema or template error", bad)
@@ -110,7 +116,8 @@ func TestHelmTemplateDefaults(t *testing.T) {
 	ctx := ctxFor(t, time.Minute)
 	objs := renderChart(t, "asya-system")
 	want := []string{"CompositeController/asya-sync", "ConfigMap/asya-sync", "CustomResourceDefinition/asyncactors.asya.sh",
-		"Deployment/asya-sync", "PodDisruptionBudget/asya-sync", "Service/asya-sync", "ServiceAccount/asya-sync"}
+		"Deployment/asya-sync", "NetworkPolicy/asya-sync", "PodDisruptionBudget/asya-sync",
+		"Secret/asya-sync-tls", "Secret/asya-sync-token", "Service/asya-sync", "ServiceAccount/asya-sync"}
 	if got := keys(objs); strings.Join(got, " ") != strings.Join(want, " ") {
 		t.Errorf("rendered %v, want %v", got, want)
 	}
@@ -122,8 +129,28 @@ func TestHelmTemplateDefaults(t *testing.T) {
 	serviceAccepts(t, objs["ConfigMap/asya-sync"])
 
 	cc := objs["CompositeController/asya-sync"]
-	if u := str(cc, "spec", "hooks", "sync", "webhook", "url"); u != "http://asya-sync.asya-system/sync" {
-		t.Errorf("sync hook URL %q", u)
+	// Secure by default: HTTPS verified with the generated CA, a Bearer
+	// token, both read by Metacontroller from the release's Secrets.
+	for _, h := range []string{"customize", "sync", "finalize"} {
+		wh := mapAt(cc, "spec", "hooks", h, "webhook")
+		if u := str(wh, "url"); u != "https://asya-sync.asya-system/"+h {
+			t.Errorf("%s hook URL %q", h, u)
+		}
+		want := `{"caBundle":{"secretRef":{"key":"ca.crt","name":"asya-sync-tls","namespace":"asya-system"}},` +
+			`"authorization":{"secretRef":{"key":"token","name":"asya-sync-token","namespace":"asya-system"},"type":"Bearer"}}`
+		got := mustJSON(obj{"caBundle": wh["caBundle"], "authorization": wh["authorization"]})
+		if !jsonEqual(jsonValue(got), jsonValue(want)) || wh["clientTLS"] != nil {
+			t.Errorf("%s webhook connection %s, want %s and no clientTLS", h, mustJSON(wh), want)
+		}
+	}
+	tlsSecret := objs["Secret/asya-sync-tls"]
+	for _, key := range []string{"tls.crt", "tls.key", "ca.crt"} {
+		if str(tlsSecret, "data", key) == "" {
+			t.Errorf("generated TLS Secret lacks %s", key)
+		}
+	}
+	if len(str(objs["Secret/asya-sync-token"], "data", "token")) < 48 {
+		t.Errorf("generated token Secret: %s", mustJSON(objs["Secret/asya-sync-token"]["data"]))
 	}
 	if fmt.Sprint(field(cc, "spec", "resyncPeriodSeconds")) != "60" || field(cc, "spec", "generateSelector") != true {
 		t.Errorf("CompositeController spec: %s", mustJSON(cc["spec"]))
@@ -172,9 +199,84 @@ func TestHelmTemplateFullValues(t *testing.T) {
 			t.Errorf("Deployment lacks %s", want)
 		}
 	}
-	if u := str(objs["CompositeController/asya-sync"], "spec", "hooks", "finalize", "webhook", "url"); u != "http://asya-hooks."+ns+":8080/finalize" {
+	fin := mapAt(objs["CompositeController/asya-sync"], "spec", "hooks", "finalize", "webhook")
+	if u := str(fin, "url"); u != "https://asya-hooks."+ns+":8080/finalize" {
 		t.Errorf("finalize hook URL %q", u)
 	}
+	if str(fin, "clientTLS", "secretRef", "name") != "metacontroller-client" || str(fin, "authorization", "secretRef", "name") != "asya-hooks-token" ||
+		str(fin, "caBundle", "secretRef", "name") != "asya-hooks-tls" {
+		t.Errorf("finalize webhook connection: %s", mustJSON(fin))
+	}
+	for _, want := range []string{`"--client-ca-file"`, `"--auth-token-file"`, `"--tls-cert-file"`, `"secretName":"asya-hooks-client-ca"`, `"scheme":"HTTPS"`} {
+		if !strings.Contains(js, want) {
+			t.Errorf("Deployment lacks %s", want)
+		}
+	}
+	for _, k := range []string{"Secret/asya-hooks-tls", "Secret/asya-hooks-token"} {
+		if objs[k] != nil {
+			t.Errorf("%s generated although an existing Secret is named", k)
+		}
+	}
+}
+
+// TestHelmTemplateCertManager renders the cert-manager variant. The e2e
+// cluster has no cert-manager CRDs, so the Certificate is checked as
+// rendered, not admitted; everything else is admitted.
+func TestHelmTemplateCertManager(t *testing.T) {
+	ctx := ctxFor(t, time.Minute)
+	objs := renderChart(t, "asya-system", "--set", "hooks.tls.certManager.enabled=true",
+		"--set", "hooks.tls.certManager.issuerRef.name=platform-ca", "--set", "hooks.tls.certManager.issuerRef.kind=ClusterIssuer")
+	cert := objs["Certificate/asya-sync"]
+	if cert == nil {
+		t.Fatalf("no Certificate in %v", keys(objs))
+	}
+	if objs["Secret/asya-sync-tls"] != nil {
+		t.Errorf("the chart generated a TLS Secret although cert-manager writes it")
+	}
+	want := `{"apiVersion":"cert-manager.io/v1","kind":"Certificate","spec":{"secretName":"asya-sync-tls",` +
+		`"dnsNames":["asya-sync.asya-system","asya-sync.asya-system.svc","asya-sync.asya-system.svc.cluster.local"],` +
+		`"issuerRef":{"name":"platform-ca","kind":"ClusterIssuer","group":"cert-manager.io"},"usages":["server auth"]}}`
+	got := obj{"apiVersion": cert["apiVersion"], "kind": cert["kind"], "spec": obj{
+		"secretName": field(cert, "spec", "secretName"), "dnsNames": field(cert, "spec", "dnsNames"),
+		"issuerRef": field(cert, "spec", "issuerRef"), "usages": field(cert, "spec", "usages")}}
+	if !jsonEqual(got, jsonValue(want)) {
+		t.Errorf("Certificate\n%s\nwant\n%s", mustJSON(got), want)
+	}
+	if n := str(objs["CompositeController/asya-sync"], "spec", "hooks", "sync", "webhook", "caBundle", "secretRef", "name"); n != "asya-sync-tls" {
+		t.Errorf("caBundle from %q, want the Certificate's Secret", n)
+	}
+	for k, o := range objs {
+		if k == "Certificate/asya-sync" {
+			continue
+		}
+		if err := dryRunApply(ctx, o); err != nil {
+			t.Errorf("API server rejects %s: %v", k, err)
+		}
+	}
+}
+
+// TestHelmTemplatePlainHTTP is the documented opt-out: no TLS, no token,
+// no connection fields on the webhooks.
+func TestHelmTemplatePlainHTTP(t *testing.T) {
+	objs := renderChart(t, "asya-system", "--set", "hooks.tls.enabled=false", "--set", "hooks.auth.token.enabled=false")
+	wh := mapAt(objs["CompositeController/asya-sync"], "spec", "hooks", "sync", "webhook")
+	if str(wh, "url") != "http://asya-sync.asya-system/sync" || wh["caBundle"] != nil || wh["authorization"] != nil {
+		t.Errorf("plain HTTP webhook: %s", mustJSON(wh))
+	}
+	if objs["Secret/asya-sync-tls"] != nil || objs["Secret/asya-sync-token"] != nil {
+		t.Errorf("credential Secrets rendered with TLS and auth off: %v", keys(objs))
+	}
+	if js := mustJSON(objs["Deployment/asya-sync"]); strings.Contains(js, "--tls-cert-file") || strings.Contains(js, "--auth-token-file") {
+		t.Errorf("Deployment still passes credential flags")
+	}
+}
+
+func jsonValue(s string) any {
+	var v any
+	if err := json.Unmarshal([]byte(s), &v); err != nil {
+		panic(err)
+	}
+	return v
 }
 
 func TestHelmTemplateWithoutKEDA(t *testing.T) {

@@ -13,7 +13,6 @@ import (
 	"reflect"
 	"sort"
 	"strings"
-	"time"
 )
 
 // The driver plays Metacontroller's part for the CompositeController in
@@ -30,12 +29,11 @@ const (
 )
 
 type driver struct {
-	kube    *kube
-	hookURL string // base URL of asya-sync
-	cc      obj    // the CompositeController, as Metacontroller sends it
-	parent  gvr
-	kids    []gvr // child resources, in the CompositeController's order
-	http    *http.Client
+	kube   *kube
+	cc     obj // the CompositeController, as Metacontroller sends it
+	parent gvr
+	kids   []gvr // child resources, in the CompositeController's order
+	hooks  map[string]*webhook
 }
 
 // hookResponse is a sync or finalize answer.
@@ -56,10 +54,15 @@ type relatedRule struct {
 	Names     []string `json:"names"`
 }
 
-func newDriver(ctx context.Context, k *kube, hookURL string, cc obj) (*driver, error) {
-	d := &driver{kube: k, hookURL: strings.TrimSuffix(hookURL, "/"), cc: cc, http: &http.Client{Timeout: 30 * time.Second}}
-	pr := mapAt(cc, "spec", "parentResource")
+func newDriver(ctx context.Context, k *kube, cc obj) (*driver, error) {
+	d := &driver{kube: k, cc: cc, hooks: map[string]*webhook{}}
 	var err error
+	for _, h := range []string{"customize", "sync", "finalize"} {
+		if d.hooks[h], err = newWebhook(ctx, k, mapAt(cc, "spec", "hooks", h, "webhook")); err != nil {
+			return nil, fmt.Errorf("%s hook: %w", h, err)
+		}
+	}
+	pr := mapAt(cc, "spec", "parentResource")
 	if d.parent, err = k.byResource(ctx, str(pr, "apiVersion"), str(pr, "resource")); err != nil {
 		return nil, err
 	}
@@ -87,12 +90,16 @@ func (d *driver) post(ctx context.Context, hook string, req any, resp any) error
 	if err != nil {
 		return err
 	}
-	hreq, err := http.NewRequestWithContext(ctx, "POST", d.hookURL+"/"+hook, bytes.NewReader(body))
+	wh := d.hooks[hook]
+	hreq, err := http.NewRequestWithContext(ctx, "POST", wh.url, bytes.NewReader(body))
 	if err != nil {
 		return err
 	}
 	hreq.Header.Set("Content-Type", "application/json")
-	hresp, err := d.http.Do(hreq)
+	if wh.authorization != "" {
+		hreq.Header.Set("Authorization", wh.authorization)
+	}
+	hresp, err := wh.client.Do(hreq)
 	if err != nil {
 		return fmt.Errorf("%s hook: %w", hook, err)
 	}

@@ -39,15 +39,16 @@ type testEnv struct {
 	work    string // temp work directory
 	cluster *cluster
 	service *process
-	hookURL string
-	driver  *driver
-	cc      obj // the CompositeController of manifests/
-	rabbit  bool
-	sqs     bool
-	sqsURL  string
-	kedaCRD string
-	promCRD string
-	syncBin string
+	// metricsURL serves the service's probes and metrics over plain HTTP.
+	metricsURL string
+	driver     *driver
+	cc         obj // the CompositeController of the secure release
+	rabbit     bool
+	sqs        bool
+	sqsURL     string
+	kedaCRD    string
+	promCRD    string
+	syncBin    string
 	// runID suffixes SQS actor names: SQS refuses to re-create a queue
 	// within 60 s of deleting it, and every run deletes its queues.
 	runID string
@@ -197,12 +198,6 @@ func setup() (e *testEnv, skip bool, err error) {
 		return e, false, err
 	}
 	t = time.Now()
-	if err := e.startService(ctx); err != nil {
-		return e, false, err
-	}
-	e.timed("start asya-sync serve", t)
-
-	t = time.Now()
 	if err := e.helmInstall(ctx); err != nil {
 		return e, false, err
 	}
@@ -212,7 +207,13 @@ func setup() (e *testEnv, skip bool, err error) {
 	if err := e.installController(ctx); err != nil {
 		return e, false, err
 	}
-	e.timed("apply manifests/ and set up the driver", t)
+	e.timed("apply manifests/", t)
+
+	t = time.Now()
+	if err := e.installSecure(ctx); err != nil {
+		return e, false, err
+	}
+	e.timed("helm install (secure default), start asya-sync serve, set up the driver", t)
 	e.timed("setup total", start)
 	return e, false, nil
 }
@@ -379,7 +380,9 @@ transports:
 `, e.sqsURL)
 }
 
-func (e *testEnv) startService(ctx context.Context) error {
+// startService runs asya-sync serve on hookPort with args (the credential
+// flags), its probes and metrics on a plain-HTTP port.
+func (e *testEnv) startService(hookPort int, args ...string) error {
 	cfg := filepath.Join(e.work, "asya-sync.yaml")
 	if err := os.WriteFile(cfg, []byte(e.testConfig()), 0o600); err != nil {
 		return err
@@ -388,22 +391,22 @@ func (e *testEnv) startService(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	addr := fmt.Sprintf("127.0.0.1:%d", ports[0])
-	e.hookURL = "http://" + addr
+	e.metricsURL = fmt.Sprintf("http://127.0.0.1:%d", ports[0])
+	args = append([]string{"serve", "--config", cfg, "--listen", fmt.Sprintf("127.0.0.1:%d", hookPort),
+		"--metrics-listen", fmt.Sprintf("127.0.0.1:%d", ports[0])}, args...)
 	e.service, err = startProcess("asya-sync", e.work, []string{
 		// The service's own SQS credentials come from the default chain.
 		"AWS_ACCESS_KEY_ID=e2e", "AWS_SECRET_ACCESS_KEY=e2e", "AWS_REGION=us-east-1",
 		"AWS_EC2_METADATA_DISABLED=true", "ASYA_SYNC_CONFIG=",
-	}, e.syncBin, "serve", "--config", cfg, "--listen", addr)
+	}, e.syncBin, args...)
 	if err != nil {
 		return err
 	}
-	return waitFor("asya-sync /readyz", 30*time.Second, e.service, httpOK(e.hookURL+"/readyz"))
+	return waitFor("asya-sync /readyz", 30*time.Second, e.service, httpOK(e.metricsURL+"/readyz"))
 }
 
 // installController applies manifests/ as an installation would (the
-// namespace, the CompositeController, the service's objects) and builds the
-// driver from the CompositeController that was stored.
+// namespace, the CompositeController, the service's objects).
 func (e *testEnv) installController(ctx context.Context) error {
 	k := e.cluster.client
 	for _, f := range []string{"namespace.yaml", "compositecontroller.yaml", "asya-sync.yaml"} {
@@ -417,15 +420,7 @@ func (e *testEnv) installController(ctx context.Context) error {
 			}
 		}
 	}
-	r, err := k.byKind(ctx, "metacontroller.k8s.io/v1alpha1", "CompositeController")
-	if err != nil {
-		return err
-	}
-	if e.cc, err = k.get(ctx, r, "", "asya-sync"); err != nil {
-		return err
-	}
-	e.driver, err = newDriver(ctx, k, e.hookURL, e.cc)
-	return err
+	return nil
 }
 
 // helmInstall runs the install command of docs/install.md against the test

@@ -36,7 +36,7 @@ func TestStuckActorRelease(t *testing.T) {
 
 	// asya-sync uninstalled: Metacontroller's calls reach nothing.
 	k := env.cluster.client
-	gone, err := newDriver(ctx, k, fmt.Sprintf("http://127.0.0.1:%d", testenv.ClosedPort(t)), env.cc)
+	gone, err := newDriver(ctx, k, atBaseURL(env.cc, fmt.Sprintf("https://127.0.0.1:%d", testenv.ClosedPort(t))))
 	if err != nil {
 		t.Fatal(err)
 	}

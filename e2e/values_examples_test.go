@@ -119,7 +119,9 @@ func TestExampleValues(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			d, err := newDriver(ctx, k, hookURL, cc)
+			// The extra service runs on loopback over plain HTTP (a TLS
+			// setting does not apply to an http URL).
+			d, err := newDriver(ctx, k, atBaseURL(cc, hookURL))
 			if err != nil {
 				t.Fatal(err)
 			}

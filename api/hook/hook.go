@@ -188,31 +188,29 @@ func decodeObject(body []byte, into any) error {
 
 // parentMeta is what checkParent reads of the parent.
 type parentMeta struct {
-	Namespace string `json:"namespace"`
-	Name      string `json:"name"`
+	Namespace string
+	Name      string
 }
 
-// checkParent accepts only an AsyncActor with a name.
+// checkParent accepts only an AsyncActor with a name whose metadata and
+// status decode: an actor without them cannot be answered at all (a bad
+// spec, in contrast, goes into its status).
 func checkParent(raw json.RawMessage) (parentMeta, error) {
 	if len(raw) == 0 || string(raw) == "null" {
 		return parentMeta{}, errors.New("request has no parent")
 	}
-	var shell struct {
-		APIVersion string     `json:"apiVersion"`
-		Kind       string     `json:"kind"`
-		Metadata   parentMeta `json:"metadata"`
-	}
-	if err := json.Unmarshal(raw, &shell); err != nil {
-		return parentMeta{}, fmt.Errorf("parent is not an object: %w", err)
+	actor, err := DecodeParent(raw)
+	if actor == nil {
+		return parentMeta{}, err
 	}
 	want := v1alpha1.GroupVersion.String()
-	if shell.Kind != v1alpha1.Kind || shell.APIVersion != want {
-		return parentMeta{}, fmt.Errorf("parent is %s %q, want %s %q", shell.APIVersion, shell.Kind, want, v1alpha1.Kind)
+	if actor.Kind != v1alpha1.Kind || actor.APIVersion != want {
+		return parentMeta{}, fmt.Errorf("parent is %s %q, want %s %q", actor.APIVersion, actor.Kind, want, v1alpha1.Kind)
 	}
-	if shell.Metadata.Name == "" {
+	if actor.Name == "" {
 		return parentMeta{}, errors.New("parent has no metadata.name")
 	}
-	return shell.Metadata, nil
+	return parentMeta{Namespace: actor.Namespace, Name: actor.Name}, nil
 }
 
 // Child renders a desired child the way kubectl apply input looks: no

@@ -44,17 +44,93 @@ app.kubernetes.io/part-of: asya
 {{- printf "%s:%s" .Values.image.repository (default .Chart.AppVersion .Values.image.tag) -}}
 {{- end -}}
 
+{{/* The Service port: 443 for HTTPS hooks, 80 for plain HTTP, unless set. */}}
+{{- define "asya-sync.servicePort" -}}
+{{- if .Values.service.port -}}
+{{- int .Values.service.port -}}
+{{- else if .Values.hooks.tls.enabled -}}
+443
+{{- else -}}
+80
+{{- end -}}
+{{- end -}}
+
 {{- define "asya-sync.hookURL" -}}
 {{- if .Values.compositeController.hookURL -}}
 {{- .Values.compositeController.hookURL | trimSuffix "/" -}}
 {{- else -}}
-{{- $port := int .Values.service.port -}}
-{{- if eq $port 80 -}}
-{{- printf "http://%s.%s" (include "asya-sync.fullname" .) .Release.Namespace -}}
+{{- $port := include "asya-sync.servicePort" . | int -}}
+{{- $scheme := ternary "https" "http" .Values.hooks.tls.enabled -}}
+{{- $host := printf "%s.%s" (include "asya-sync.fullname" .) .Release.Namespace -}}
+{{- if eq $port (ternary 443 80 .Values.hooks.tls.enabled) -}}
+{{- printf "%s://%s" $scheme $host -}}
 {{- else -}}
-{{- printf "http://%s.%s:%d" (include "asya-sync.fullname" .) .Release.Namespace $port -}}
+{{- printf "%s://%s:%d" $scheme $host $port -}}
 {{- end -}}
 {{- end -}}
+{{- end -}}
+
+{{/* Secret with the hooks' tls.crt, tls.key and ca.crt. */}}
+{{- define "asya-sync.tlsSecretName" -}}
+{{- default (printf "%s-tls" (include "asya-sync.fullname" .)) .Values.hooks.tls.existingSecret -}}
+{{- end -}}
+
+{{/* Secret with the hooks' Bearer token(s). */}}
+{{- define "asya-sync.tokenSecretName" -}}
+{{- default (printf "%s-token" (include "asya-sync.fullname" .)) .Values.hooks.auth.token.existingSecret -}}
+{{- end -}}
+
+{{/* Fails on combinations of hooks.* values that cannot work. */}}
+{{- define "asya-sync.checkHooks" -}}
+{{- $h := .Values.hooks -}}
+{{- if and $h.tls.certManager.enabled (not $h.tls.enabled) -}}
+{{- fail "hooks.tls.certManager.enabled needs hooks.tls.enabled" -}}
+{{- end -}}
+{{- if and $h.tls.certManager.enabled $h.tls.existingSecret -}}
+{{- fail "hooks.tls: set existingSecret or certManager.enabled, not both" -}}
+{{- end -}}
+{{- if and $h.tls.certManager.enabled (not $h.tls.certManager.issuerRef.name) -}}
+{{- fail "hooks.tls.certManager.issuerRef.name is required with hooks.tls.certManager.enabled" -}}
+{{- end -}}
+{{- if $h.auth.mtls.enabled -}}
+{{- if not $h.tls.enabled -}}
+{{- fail "hooks.auth.mtls.enabled needs hooks.tls.enabled" -}}
+{{- end -}}
+{{- if or (not $h.auth.mtls.clientCASecret) (not $h.auth.mtls.clientCertSecret) -}}
+{{- fail "hooks.auth.mtls needs clientCASecret and clientCertSecret" -}}
+{{- end -}}
+{{- end -}}
+{{- end -}}
+
+{{/*
+The connection fields of every webhook in the CompositeController
+(Metacontroller 4.16+): verify the hooks' certificate with the CA in the
+TLS Secret, present the Bearer token and the client certificate, each
+read by Metacontroller from a Secret in the release namespace.
+*/}}
+{{- define "asya-sync.webhookConnection" -}}
+{{- $ns := .Release.Namespace -}}
+{{- if .Values.hooks.tls.enabled }}
+caBundle:
+  secretRef:
+    name: {{ include "asya-sync.tlsSecretName" . }}
+    namespace: {{ $ns }}
+    key: ca.crt
+{{- end }}
+{{- if .Values.hooks.auth.token.enabled }}
+authorization:
+  type: Bearer
+  secretRef:
+    name: {{ include "asya-sync.tokenSecretName" . }}
+    namespace: {{ $ns }}
+    key: {{ .Values.hooks.auth.token.key }}
+{{- end }}
+{{- if .Values.hooks.auth.mtls.enabled }}
+clientTLS:
+  secretRef:
+    name: {{ .Values.hooks.auth.mtls.clientCertSecret }}
+    namespace: {{ $ns }}
+{{- end }}
 {{- end -}}
 
 {{/*

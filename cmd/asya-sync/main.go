@@ -12,12 +12,18 @@ import (
 const usage = `asya-sync runs AsyncActors through Metacontroller hooks.
 
 Usage:
-  asya-sync serve  [--config FILE] [--listen ADDR]
+  asya-sync serve  [--config FILE] [--listen ADDR] [--metrics-listen ADDR]
+                   [--tls-cert-file FILE --tls-key-file FILE [--client-ca-file FILE]]
+                   [--auth-token-file FILE]
   asya-sync render -f ACTOR.yaml [--config FILE]
   asya-sync version                (also --version)
 
 The configuration file defaults to $ASYA_SYNC_CONFIG; $ASYA_RUNTIME_SCRIPT_PATH
-replaces the embedded runtime script.
+replaces the embedded runtime script. The credential files default to
+$ASYA_SYNC_TLS_CERT_FILE, $ASYA_SYNC_TLS_KEY_FILE, $ASYA_SYNC_CLIENT_CA_FILE and
+$ASYA_SYNC_AUTH_TOKEN_FILE, and are read again when they change. Hook calls
+without the token or client certificate get 401; /healthz, /readyz and
+/metrics stay open.
 `
 
 func main() {

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"flag"
+	stdlog "log"
+	"net"
 	"net/http"
 	"os"
 	"os/signal"
@@ -24,9 +26,16 @@ func runServe(args []string) error {
 	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
 	configPath := fs.String("config", os.Getenv("ASYA_SYNC_CONFIG"), "service configuration file")
 	listen := fs.String("listen", ":8080", "address to listen on")
+	metricsListen := fs.String("metrics-listen", os.Getenv("ASYA_SYNC_METRICS_LISTEN"),
+		"also serve /metrics, /healthz and /readyz, over plain HTTP, on this address")
 	maxBody := fs.Int64("max-body-bytes", DefaultMaxBody, "largest hook request accepted")
 	hookTimeout := fs.Duration("hook-timeout", 10*time.Second, "Metacontroller's webhook timeout, exported for the hook latency alert")
 	actorWindow := fs.Duration("actor-status-window", DefaultActorStatusWindow, "how long asya_sync_actors counts an actor after its last sync here")
+	var files credentialFiles
+	fs.StringVar(&files.certFile, "tls-cert-file", os.Getenv("ASYA_SYNC_TLS_CERT_FILE"), "serve HTTPS with this PEM certificate (chain)")
+	fs.StringVar(&files.keyFile, "tls-key-file", os.Getenv("ASYA_SYNC_TLS_KEY_FILE"), "private key of --tls-cert-file")
+	fs.StringVar(&files.clientCAFile, "client-ca-file", os.Getenv("ASYA_SYNC_CLIENT_CA_FILE"), "require hook calls to present a client certificate signed by this CA")
+	fs.StringVar(&files.tokenFile, "auth-token-file", os.Getenv("ASYA_SYNC_AUTH_TOKEN_FILE"), "require hook calls to present Authorization: Bearer <the file's content>")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -51,6 +60,13 @@ func runServe(args []string) error {
 		return err
 	}
 	defer brokers.Close()
+	creds, err := newCredentials(files, log, m.registry)
+	if err != nil {
+		return err
+	}
+	if !files.authenticates() {
+		log.Warn().Msg("hooks accept calls from anyone: no --auth-token-file or --client-ca-file")
+	}
 	srv := &server{
 		sync:     &hooksync.Handler{Config: cfg, Transports: brokers, Script: script, Now: time.Now},
 		finalize: &finalize.Handler{Config: cfg, Transports: brokers, Now: time.Now},
@@ -58,25 +74,70 @@ func runServe(args []string) error {
 		metrics:  m,
 		maxBody:  *maxBody,
 	}
-	return srv.listenAndServe(*listen)
-}
-
-// listenAndServe serves until SIGTERM or SIGINT, then reports not ready and
-// drains in-flight hooks.
-func (s *server) listenAndServe(addr string) error {
-	httpSrv := &http.Server{Addr: addr, Handler: s.routes(), ReadHeaderTimeout: 10 * time.Second}
+	if files.authenticates() {
+		srv.auth = creds
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
 	defer stop()
-	errc := make(chan error, 1)
-	go func() { errc <- httpSrv.ListenAndServe() }()
-	s.log.Info().Str("listen", addr).Msg("serving hooks")
+	hooks, err := net.Listen("tcp", *listen)
+	if err != nil {
+		return err
+	}
+	var open net.Listener
+	if *metricsListen != "" {
+		if open, err = net.Listen("tcp", *metricsListen); err != nil {
+			hooks.Close()
+			return err
+		}
+	}
+	return srv.run(ctx, creds, hooks, open)
+}
+
+// run serves hooks on the hooks listener (HTTPS when creds has a
+// certificate) and the open endpoints also on open, if given, reloading
+// credentials as they change. When ctx ends it reports not ready and drains
+// in-flight hooks.
+func (s *server) run(ctx context.Context, creds *credentials, hooks, open net.Listener) error {
+	handler := s.routes()
+	// TLS handshake failures (a probe dropping the connection, a client
+	// that distrusts the certificate) go to the service's log.
+	errLog := stdlog.New(s.log.With().Str("level", "debug").Logger(), "", 0)
+	servers := []*http.Server{{Handler: handler, ReadHeaderTimeout: 10 * time.Second, ErrorLog: errLog}}
+	errc := make(chan error, 2)
+	if creds.files.tls() {
+		servers[0].TLSConfig = creds.tlsConfig()
+		go func() { errc <- servers[0].ServeTLS(hooks, "", "") }()
+	} else {
+		go func() { errc <- servers[0].Serve(hooks) }()
+	}
+	s.log.Info().Str("listen", hooks.Addr().String()).Bool("tls", creds.files.tls()).
+		Bool("authenticated", creds.files.authenticates()).Msg("serving hooks")
+	if open != nil {
+		mux := http.NewServeMux()
+		for _, path := range []string{"/metrics", "/healthz", "/readyz"} {
+			mux.Handle(path, handler)
+		}
+		servers = append(servers, &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second, ErrorLog: errLog})
+		go func() { errc <- servers[1].Serve(open) }()
+		s.log.Info().Str("listen", open.Addr().String()).Msg("serving metrics and probes")
+	}
+	watchCtx, stopWatch := context.WithCancel(ctx)
+	defer stopWatch()
+	go creds.watch(watchCtx)
 	select {
 	case err := <-errc:
+		for _, srv := range servers {
+			srv.Close()
+		}
 		return err
 	case <-ctx.Done():
 	}
 	s.draining.Store(true)
 	shutdownCtx, cancel := context.WithTimeout(context.Background(), 25*time.Second)
 	defer cancel()
-	return httpSrv.Shutdown(shutdownCtx)
+	var errs []error
+	for _, srv := range servers {
+		errs = append(errs, srv.Shutdown(shutdownCtx))
+	}
+	return errors.Join(errs...)
 }

@@ -35,6 +35,9 @@ type server struct {
 	metrics  *metrics
 	maxBody  int64
 	draining atomic.Bool
+	// auth, when set, refuses hook calls without valid credentials
+	// (auth.go); probes and metrics stay open.
+	auth *credentials
 }
 
 // outcome is what a hook call produced, for logs and metrics.
@@ -52,9 +55,14 @@ type badRequest struct{ error }
 func (s *server) routes() http.Handler {
 	r := chi.NewRouter()
 	r.Use(middleware.Recoverer)
-	r.Post("/sync", s.hook("sync", s.handleSync))
-	r.Post("/finalize", s.hook("finalize", s.handleFinalize))
-	r.Post("/customize", s.hook("customize", s.handleCustomize))
+	r.Group(func(r chi.Router) {
+		if s.auth != nil {
+			r.Use(s.auth.require)
+		}
+		r.Post("/sync", s.hook("sync", s.handleSync))
+		r.Post("/finalize", s.hook("finalize", s.handleFinalize))
+		r.Post("/customize", s.hook("customize", s.handleCustomize))
+	})
 	r.Get("/healthz", func(w http.ResponseWriter, _ *http.Request) {
 		writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
 	})

@@ -27,6 +27,14 @@ transports:
 
 func newTestServer(t testing.TB, maxBody int64) *httptest.Server {
 	t.Helper()
+	ts := httptest.NewServer(newTestService(t, maxBody).routes())
+	t.Cleanup(ts.Close)
+	return ts
+}
+
+// newTestService is the HTTP shell with no open broker.
+func newTestService(t testing.TB, maxBody int64) *server {
+	t.Helper()
 	cfg, err := config.Parse([]byte(testConfig))
 	if err != nil {
 		t.Fatal(err)
@@ -41,9 +49,7 @@ func newTestServer(t testing.TB, maxBody int64) *httptest.Server {
 		metrics:  newMetrics(),
 		maxBody:  maxBody,
 	}
-	ts := httptest.NewServer(s.routes())
-	t.Cleanup(ts.Close)
-	return ts
+	return s
 }
 
 const actorJSON = `{"apiVersion":"asya.sh/v1alpha1","kind":"AsyncActor","metadata":{"name":"echo","namespace":"ml"},
@@ -64,6 +70,9 @@ func TestBadRequests(t *testing.T) {
 		{"parent without name", "/finalize", `{"parent":{"apiVersion":"asya.sh/v1alpha1","kind":"AsyncActor","metadata":{}}}`, 400, "no metadata.name"},
 		{"children of wrong shape", "/sync", `{"parent":` + actorJSON + `,"children":{"Deployment.apps/v1":[1]}}`, 400, "invalid request JSON"},
 		{"customize without parent", "/customize", `{}`, 400, "request has no parent"},
+		// Found by FuzzCustomizeRequest: answered 500 before.
+		{"parent metadata of wrong shape", "/customize", `{"parent":{"apiVersion":"asya.sh/v1alpha1","kind":"AsyncActor","metadata":{"name":"x","creationTimestamp":{}}}}`, 400, "parent: "},
+		{"parent status of wrong shape", "/finalize", `{"parent":{"apiVersion":"asya.sh/v1alpha1","kind":"AsyncActor","metadata":{"name":"x"},"status":{"replicas":"many"}}}`, 400, "parent: "},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
