@@ -171,7 +171,7 @@ func queueWithMessages(t *testing.T, conn *amqp.Connection, actor string, n int)
 		t.Fatal(err)
 	}
 	for i := 0; i < n; i++ {
-		publish(t, conn, q)
+		testenv.Publish(t, conn, q)
 	}
 }
 

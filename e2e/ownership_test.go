@@ -53,7 +53,7 @@ func TestOneQueueOneOwner(t *testing.T) {
 	}
 	wantOwner(t, ctx, spaces[0], name)
 
-	publish(t, rabbit, queue)
+	testenv.Publish(t, rabbit, queue)
 	deleteAndFinalize(t, ctx, spaces[1], name)
 	wantMessages(t, rabbit, queue, 1, "after the standby actor in "+spaces[1]+" was deleted")
 
@@ -99,37 +99,13 @@ func wantOwner(t *testing.T, ctx context.Context, ns, name string) {
 	}
 }
 
-func publish(t *testing.T, conn *amqp.Connection, queue string) {
-	t.Helper()
-	ch, err := conn.Channel()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ch.Close()
-	if err := ch.Confirm(false); err != nil {
-		t.Fatal(err)
-	}
-	confirm, err := ch.PublishWithDeferredConfirmWithContext(context.Background(), "", queue, true, false, amqp.Publishing{Body: []byte("keep me")})
-	if err != nil || !confirm.Wait() {
-		t.Fatalf("publish to %s: %v", queue, err)
-	}
-}
-
 func wantMessages(t *testing.T, conn *amqp.Connection, queue string, want int, when string) {
 	t.Helper()
-	if !testenv.QueueExists(t, conn, queue) {
+	switch n := testenv.Messages(t, conn, queue); n {
+	case -1:
 		t.Fatalf("%s: queue %s is gone", when, queue)
-	}
-	ch, err := conn.Channel()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ch.Close()
-	q, err := ch.QueueDeclarePassive(queue, true, false, false, false, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if q.Messages != want {
-		t.Errorf("%s: queue %s holds %d messages, want %d", when, queue, q.Messages, want)
+	case want:
+	default:
+		t.Errorf("%s: queue %s holds %d messages, want %d", when, queue, n, want)
 	}
 }

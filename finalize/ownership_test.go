@@ -125,62 +125,78 @@ type broker interface {
 }
 
 func TestOneQueueOneOwnerAcrossNamespaces(t *testing.T) {
-	for _, tc := range []struct {
-		transport string
-		broker    func(t *testing.T) broker
-	}{
-		{"mq", rabbitBroker},
-		{"sqs", sqsBroker},
-	} {
-		t.Run(tc.transport, func(t *testing.T) {
-			b := tc.broker(t)
-			h := newHooks(t)
-			ctx := context.Background()
-			name := testenv.UniqueName("shared")
-			queue := v1alpha1.QueueName(name)
-			owner := actor{"team-a", name, tc.transport, time.Now().Add(-time.Hour), false}
-			other := actor{"team-b", name, tc.transport, time.Now(), false}
+	eachBroker(t, func(t *testing.T, transportName string, b broker, h hooks) {
+		ctx := context.Background()
+		name := testenv.UniqueName("shared")
+		queue := v1alpha1.QueueName(name)
+		owner := actor{"team-a", name, transportName, time.Now().Add(-time.Hour), false}
+		other := actor{"team-b", name, transportName, time.Now(), false}
 
-			resp, err := h.sync.Sync(ctx, syncRequest(t, owner, owner, other))
-			if err != nil || resp.Status.TransportStatus != "Ready" {
-				t.Fatalf("owner's sync: err=%v status=%+v, want the queue ensured", err, resp.Status)
-			}
-			resp, err = h.sync.Sync(ctx, syncRequest(t, other, owner, other))
-			if err != nil {
-				t.Fatal(err)
-			}
-			if c := condition(resp, "TransportReady"); resp.Status.Status != "TransportError" || c.Reason != "QueueConflict" {
-				t.Fatalf("other's sync: status %q, TransportReady %+v; want TransportError, QueueConflict", resp.Status.Status, c)
-			}
+		resp, err := h.sync.Sync(ctx, syncRequest(t, owner, owner, other))
+		if err != nil || resp.Status.TransportStatus != "Ready" {
+			t.Fatalf("owner's sync: err=%v status=%+v, want the queue ensured", err, resp.Status)
+		}
+		resp, err = h.sync.Sync(ctx, syncRequest(t, other, owner, other))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if c := condition(resp, "TransportReady"); resp.Status.Status != "TransportError" || c.Reason != "QueueConflict" {
+			t.Fatalf("other's sync: status %q, TransportReady %+v; want TransportError, QueueConflict", resp.Status.Status, c)
+		}
 
-			b.publish(t, queue)
-			gone := other
-			gone.deleting = true
-			fin, err := h.finalize.Finalize(ctx, request(t, gone, owner, gone))
-			if err != nil || !fin.Finalized {
-				t.Fatalf("finalize of the non-owner: err=%v finalized=%v, want finalized", err, fin.Finalized)
-			}
-			if n := b.messages(t, queue); n != 1 {
-				t.Fatalf("after the non-owner's finalize the queue holds %d messages (-1: gone), want the 1 published", n)
-			}
+		b.publish(t, queue)
+		gone := other
+		gone.deleting = true
+		fin, err := h.finalize.Finalize(ctx, request(t, gone, owner, gone))
+		if err != nil || !fin.Finalized {
+			t.Fatalf("finalize of the non-owner: err=%v finalized=%v, want finalized", err, fin.Finalized)
+		}
+		if n := b.messages(t, queue); n != 1 {
+			t.Fatalf("after the non-owner's finalize the queue holds %d messages (-1: gone), want the 1 published", n)
+		}
 
-			last := owner
-			last.deleting = true
-			fin, err = h.finalize.Finalize(ctx, request(t, last, last))
-			if err != nil || !fin.Finalized {
-				t.Fatalf("finalize of the owner: err=%v finalized=%v, want finalized", err, fin.Finalized)
-			}
-			if n := b.messages(t, queue); n != -1 {
-				t.Errorf("after the last actor's finalize the queue still exists with %d messages", n)
-			}
-		})
-	}
+		last := owner
+		last.deleting = true
+		fin, err = h.finalize.Finalize(ctx, request(t, last, last))
+		if err != nil || !fin.Finalized {
+			t.Fatalf("finalize of the owner: err=%v finalized=%v, want finalized", err, fin.Finalized)
+		}
+		if n := b.messages(t, queue); n != -1 {
+			t.Errorf("after the last actor's finalize the queue still exists with %d messages", n)
+		}
+	})
 }
 
 // TestAdoptsTheOperatorsQueue: a queue the Asya operator created carries no
 // marker of ours and holds messages; the first actor that claims it takes
 // it over in place, messages kept.
 func TestAdoptsTheOperatorsQueue(t *testing.T) {
+	eachBroker(t, func(t *testing.T, transportName string, b broker, h hooks) {
+		ctx := context.Background()
+		name := testenv.UniqueName("legacy")
+		queue := v1alpha1.QueueName(name)
+		b.declare(t, queue)
+		b.publish(t, queue)
+		b.publish(t, queue)
+		a := actor{"ml", name, transportName, time.Now(), false}
+		resp, err := h.sync.Sync(ctx, syncRequest(t, a, a))
+		if err != nil || resp.Status.TransportStatus != "Ready" {
+			t.Fatalf("sync: err=%v status=%+v, want the operator's queue taken over", err, resp.Status)
+		}
+		if n := b.messages(t, queue); n != 2 {
+			t.Errorf("after the takeover the queue holds %d messages (-1: gone), want the 2 published", n)
+		}
+		gone := a
+		gone.deleting = true
+		if fin, err := h.finalize.Finalize(ctx, request(t, gone, gone)); err != nil || !fin.Finalized {
+			t.Fatalf("cleanup: err=%v finalized=%v", err, fin.Finalized)
+		}
+	})
+}
+
+// eachBroker runs test once per transport of newHooks, against its real
+// broker.
+func eachBroker(t *testing.T, test func(t *testing.T, transportName string, b broker, h hooks)) {
 	for _, tc := range []struct {
 		transport string
 		broker    func(t *testing.T) broker
@@ -188,29 +204,7 @@ func TestAdoptsTheOperatorsQueue(t *testing.T) {
 		{"mq", rabbitBroker},
 		{"sqs", sqsBroker},
 	} {
-		t.Run(tc.transport, func(t *testing.T) {
-			b := tc.broker(t)
-			h := newHooks(t)
-			ctx := context.Background()
-			name := testenv.UniqueName("legacy")
-			queue := v1alpha1.QueueName(name)
-			b.declare(t, queue)
-			b.publish(t, queue)
-			b.publish(t, queue)
-			a := actor{"ml", name, tc.transport, time.Now(), false}
-			resp, err := h.sync.Sync(ctx, syncRequest(t, a, a))
-			if err != nil || resp.Status.TransportStatus != "Ready" {
-				t.Fatalf("sync: err=%v status=%+v, want the operator's queue taken over", err, resp.Status)
-			}
-			if n := b.messages(t, queue); n != 2 {
-				t.Errorf("after the takeover the queue holds %d messages (-1: gone), want the 2 published", n)
-			}
-			gone := a
-			gone.deleting = true
-			if fin, err := h.finalize.Finalize(ctx, request(t, gone, gone)); err != nil || !fin.Finalized {
-				t.Fatalf("cleanup: err=%v finalized=%v", err, fin.Finalized)
-			}
-		})
+		t.Run(tc.transport, func(t *testing.T) { test(t, tc.transport, tc.broker(t), newHooks(t)) })
 	}
 }
 
@@ -239,38 +233,9 @@ func (r rabbit) declare(t *testing.T, queue string) {
 	}
 }
 
-func (r rabbit) publish(t *testing.T, queue string) {
-	t.Helper()
-	ch, err := r.conn.Channel()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ch.Close()
-	if err := ch.Confirm(false); err != nil {
-		t.Fatal(err)
-	}
-	confirm, err := ch.PublishWithDeferredConfirmWithContext(context.Background(), "", queue, true, false, amqp.Publishing{Body: []byte("m")})
-	if err != nil || !confirm.Wait() {
-		t.Fatalf("publish to %s: %v", queue, err)
-	}
-}
+func (r rabbit) publish(t *testing.T, queue string) { testenv.Publish(t, r.conn, queue) }
 
-func (r rabbit) messages(t *testing.T, queue string) int {
-	t.Helper()
-	if !testenv.QueueExists(t, r.conn, queue) {
-		return -1
-	}
-	ch, err := r.conn.Channel()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ch.Close()
-	q, err := ch.QueueDeclarePassive(queue, true, false, false, false, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return q.Messages
-}
+func (r rabbit) messages(t *testing.T, queue string) int { return testenv.Messages(t, r.conn, queue) }
 
 type sqsQueues struct{ client *sqs.Client }
 

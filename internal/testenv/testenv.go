@@ -4,6 +4,7 @@
 package testenv
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"net"
@@ -123,4 +124,41 @@ func Metrics(t testing.TB, reg prometheus.Gatherer) map[string]map[string]float6
 		out[f.GetName()] = series
 	}
 	return out
+}
+
+// Publish puts one message on the queue through the default exchange and
+// waits for the broker's confirm, so a count read afterwards includes it.
+func Publish(t testing.TB, conn *amqp.Connection, queue string) {
+	t.Helper()
+	ch, err := conn.Channel()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ch.Close()
+	if err := ch.Confirm(false); err != nil {
+		t.Fatal(err)
+	}
+	confirm, err := ch.PublishWithDeferredConfirmWithContext(context.Background(), "", queue, true, false, amqp.Publishing{Body: []byte("keep me")})
+	if err != nil || !confirm.Wait() {
+		t.Fatalf("publish to %s: %v", queue, err)
+	}
+}
+
+// Messages is the number of messages in the queue, or -1 when there is no
+// such queue.
+func Messages(t testing.TB, conn *amqp.Connection, queue string) int {
+	t.Helper()
+	if !QueueExists(t, conn, queue) {
+		return -1
+	}
+	ch, err := conn.Channel()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ch.Close()
+	q, err := ch.QueueDeclarePassive(queue, true, false, false, false, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return q.Messages
 }
