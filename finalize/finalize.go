@@ -91,13 +91,13 @@ func (h *Handler) releaseQueue(ctx context.Context, actor *v1alpha1.AsyncActor, 
 // version v1) may hide an actor of the same name in another namespace, so
 // then nothing is deleted at all.
 func keptFor(actor *v1alpha1.AsyncActor, related hook.Objects) (status.Transport, bool) {
-	queue := v1alpha1.QueueName(actor.Name)
-	if related.KeyedByName(v1alpha1.Kind, v1alpha1.GroupVersion.String()) {
+	queue, kind, apiVersion := v1alpha1.QueueName(actor.Name), v1alpha1.Kind, v1alpha1.GroupVersion.String()
+	if related.KeyedByName(kind, apiVersion) {
 		return status.Transport{Ready: true, Reason: "QueueKept", Message: fmt.Sprintf(
 			"queue %s is kept: Metacontroller sent the actors of this name keyed by name only (hook version v1), "+
 				"which cannot tell actors of one name in different namespaces apart; set version: v2 on the CompositeController's hooks", queue)}, true
 	}
-	rivals := transport.Rivals(actor, related.List(v1alpha1.Kind, v1alpha1.GroupVersion.String()))
+	rivals := transport.Rivals(actor, related.List(kind, apiVersion))
 	owner, mine := transport.Owner(transport.ClaimantOf(actor), rivals)
 	if mine {
 		return status.Transport{}, false

@@ -194,13 +194,13 @@ type parentMeta struct {
 
 // checkParent accepts only an AsyncActor with a name whose metadata and
 // status decode: an actor without them cannot be answered at all (a bad
-// spec, in contrast, goes into its status).
+// spec, in contrast, goes into its status, so it is not decoded here).
 func checkParent(raw json.RawMessage) (parentMeta, error) {
 	if len(raw) == 0 || string(raw) == "null" {
 		return parentMeta{}, errors.New("request has no parent")
 	}
-	actor, err := DecodeParent(raw)
-	if actor == nil {
+	actor, err := decodeShell(raw)
+	if err != nil {
 		return parentMeta{}, err
 	}
 	want := v1alpha1.GroupVersion.String()
