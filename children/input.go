@@ -26,9 +26,9 @@ type Input struct {
 	// RuntimeScript is the asya_runtime.py source and its hash.
 	RuntimeScript string
 	RuntimeHash   string
-	// NoKEDA is set when the cluster has no KEDA: the workload then keeps
+	// KEDAMissing is set when the cluster has no KEDA: the workload then keeps
 	// spec.workload.replicas and no ScaledObject is built.
-	NoKEDA bool
+	KEDAMissing bool
 	// Standby is set when another actor of the same name owns the queue:
 	// the workload runs no replicas and KEDA is not asked to scale it, so
 	// the actor consumes nothing, yet everything else is built and the

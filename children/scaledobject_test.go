@@ -140,7 +140,7 @@ func TestScalingRenderedHasNoEmptyFields(t *testing.T) {
 func TestScaledObjectNilWithoutScaling(t *testing.T) {
 	off := scalingInput(rabbitMQTransport(nil), func(s *v1alpha1.AsyncActorSpec) { s.Scaling.Enabled = false })
 	noKEDA := scalingInput(rabbitMQTransport(nil), nil)
-	noKEDA.NoKEDA = true
+	noKEDA.KEDAMissing = true
 	unknown := scalingInput(config.Transport{Name: "odd", Type: "odd"}, nil)
 	for name, in := range map[string]Input{"scaling off": off, "no KEDA": noKEDA, "unknown transport": unknown} {
 		if so := ScaledObject(in); so != nil {

@@ -22,7 +22,7 @@ func TestTriggerAuthentication(t *testing.T) {
 		{Parameter: "awsSecretAccessKey", Name: "aws-creds", Key: "secret-access-key"},
 	}
 	noKEDA := scalingInput(rabbitMQTransport(nil), nil)
-	noKEDA.NoKEDA = true
+	noKEDA.KEDAMissing = true
 
 	tests := []struct {
 		name string

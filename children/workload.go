@@ -23,7 +23,7 @@ const AnnotationRuntimeHash = "asya.sh/runtime-hash"
 
 // ScalingActive reports whether KEDA owns the replica count.
 func (in Input) ScalingActive() bool {
-	return in.Actor.Spec.Scaling.Enabled && !in.NoKEDA && !in.Standby
+	return in.Actor.Spec.Scaling.Enabled && !in.KEDAMissing && !in.Standby
 }
 
 // Workload returns the actor's Deployment or StatefulSet.

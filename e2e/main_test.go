@@ -28,6 +28,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	_ "github.com/asya-sh/asya-sync/internal/golden" // accepts -update like every test package
 )
 
 // env is the shared test environment, set up once by TestMain.

@@ -17,6 +17,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	_ "github.com/asya-sh/asya-sync/internal/golden" // accepts -update like every test package
 )
 
 func TestEmbedded(t *testing.T) {

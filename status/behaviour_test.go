@@ -287,7 +287,7 @@ func TestKEDAGracePeriod(t *testing.T) {
 func TestScalingReadyOnlyWithScaling(t *testing.T) {
 	in := keda(runningTwo(t), 2)
 	in = withStatus(t, in, Compute(in).Status)
-	in.Actor.Spec.Scaling.Enabled, in.ScalingEnabled = false, false
+	in.Actor.Spec.Scaling.Enabled = false
 	in.ScaledObject, in.HPA = nil, nil
 	st := Compute(in).Status
 	if meta.FindStatusCondition(st.Conditions, ConditionScalingReady) != nil {
@@ -355,7 +355,7 @@ func TestBackoff(t *testing.T) {
 		{time.Hour, MaxBackoff},
 	} {
 		in := input()
-		in.Transport = Transport{Reason: "BrokerUnavailable", Message: "dial tcp: connection refused"}
+		in.Queue = QueueState{Reason: "BrokerUnavailable", Message: "dial tcp: connection refused"}
 		in.Actor.Status.Conditions = []metav1.Condition{{Type: ConditionTransportReady, Status: cFalse,
 			Reason: "BrokerUnavailable", LastTransitionTime: metav1.NewTime(since)}}
 		in.Now = since.Add(tc.after)
@@ -452,7 +452,7 @@ func TestStoredTimesAreWholeSeconds(t *testing.T) {
 
 func TestQueueCounts(t *testing.T) {
 	in := runningTwo(t)
-	in.Transport.Queued = ptr(int64(42))
+	in.Queue.Queued = ptr(int64(42))
 	st := Compute(in).Status
 	if show(st.QueuedMessages) != "42" || st.ProcessingMessages != nil {
 		t.Errorf("queued %s processing %s", show(st.QueuedMessages), show(st.ProcessingMessages))

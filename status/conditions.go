@@ -57,7 +57,7 @@ func (o *observation) set(conds *[]metav1.Condition, t string, c condition) {
 }
 
 func (o *observation) transportCondition() condition {
-	t := o.in.Transport
+	t := o.in.Queue
 	switch {
 	case !t.Ready:
 		return condition{metav1.ConditionFalse, nonEmpty(t.Reason, "TransportNotReady"),

@@ -51,13 +51,12 @@ func newActor() *v1alpha1.AsyncActor {
 
 // input is a healthy-transport input for a new actor, without a workload.
 func input() Input {
-	return Input{Actor: newActor(), Transport: Transport{Ready: true}, Now: t0}
+	return Input{Actor: newActor(), Queue: QueueState{Ready: true}, Now: t0}
 }
 
 // scaled turns KEDA scaling on and applied.
 func scaled(in Input) Input {
 	in.Actor.Spec.Scaling.Enabled = true
-	in.ScalingEnabled = true
 	return in
 }
 

@@ -45,7 +45,7 @@ func observe(in Input) *observation {
 	o := &observation{
 		in:          in,
 		actor:       actor,
-		spec:        actor.Spec.WithDefaults(),
+		spec:        actor.Spec,
 		stamp:       metav1.NewTime(in.Now.Truncate(time.Second)),
 		terminating: actor.DeletionTimestamp != nil,
 		pods:        analyzePods(in.Pods, in.Now),

@@ -11,16 +11,16 @@ import (
 // setReplicaFields fills the counts, references and display fields.
 func (o *observation) setReplicaFields(st *v1alpha1.AsyncActorStatus) {
 	st.TransportStatus = TransportStatusNotReady
-	if o.in.Transport.Ready {
+	if o.in.Queue.Ready {
 		st.TransportStatus = TransportStatusReady
 	}
 	st.ScalingMode = ScalingModeManual
-	if o.in.ScalingEnabled {
+	if o.scalingActive() {
 		st.ScalingMode = ScalingModeKEDA
 		st.ScaledObjectRef = &v1alpha1.NamespacedName{Name: o.actor.Name, Namespace: o.actor.Namespace}
 	}
-	st.QueuedMessages = copyPtr(o.in.Transport.Queued)
-	st.ProcessingMessages = copyPtr(o.in.Transport.Processing)
+	st.QueuedMessages = copyPtr(o.in.Queue.Queued)
+	st.ProcessingMessages = copyPtr(o.in.Queue.Processing)
 
 	if o.terminating && o.in.Workload == nil {
 		// The finalize hook observes no workload: what was last known of
@@ -77,7 +77,7 @@ func (o *observation) desiredReplicas() *int32 {
 	if o.in.Standby {
 		return ptr(int32(0))
 	}
-	if !o.in.ScalingEnabled {
+	if !o.scalingActive() {
 		return copyPtr(o.spec.Workload.Replicas)
 	}
 	if o.in.HPA == nil {

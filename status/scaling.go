@@ -31,10 +31,8 @@ func (o *observation) scalingState() scalingState {
 			"KEDA is not installed: the cluster has no ScaledObject resource (keda.sh/v1alpha1), so %s %s runs with spec.workload.replicas (%d)",
 			o.workloadKind(), o.workloadName(), *o.spec.Workload.Replicas))
 	case o.in.Standby:
-		return scalingState{condition: condition{metav1.ConditionFalse, o.in.Transport.Reason,
+		return scalingState{condition: condition{metav1.ConditionFalse, o.in.Queue.Reason,
 			"KEDA does not scale an actor that does not own its queue"}}
-	case !o.in.ScalingEnabled:
-		return failedScaling("ScalingNotApplied", "spec.scaling.enabled is true but no ScaledObject is applied")
 	case o.in.ScaledObject == nil && o.blocked():
 		return scalingState{condition: condition{metav1.ConditionFalse, "ScaledObjectNotCreated", fmt.Sprintf(
 			"ScaledObject %s is not created while the actor has errors", o.actor.Name)}}
@@ -49,10 +47,16 @@ func (o *observation) scalingState() scalingState {
 	return scalingState{condition: c}
 }
 
+// scalingActive: KEDA scales the workload, as spec.scaling.enabled asks,
+// unless the cluster has no KEDA or another actor owns the queue.
+func (o *observation) scalingActive() bool {
+	return o.spec.Scaling.Enabled && !o.in.KEDAMissing && !o.in.Standby
+}
+
 // blocked: the hook creates no new children while the spec is invalid or
 // the transport is not ready, so a missing ScaledObject is expected.
 func (o *observation) blocked() bool {
-	return len(o.in.SpecProblems) > 0 || !o.in.Transport.Ready
+	return len(o.in.SpecProblems) > 0 || !o.in.Queue.Ready
 }
 
 func failedScaling(reason, message string) scalingState {

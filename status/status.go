@@ -77,19 +77,16 @@ const (
 // Input is everything the status depends on.
 type Input struct {
 	// Actor as observed: metadata (generation, deletionTimestamp), spec
-	// (defaulted here again, harmlessly) and the previous status.
+	// (defaulted, as hook.DecodeParent returns it) and the previous status.
 	Actor *v1alpha1.AsyncActor
 	// Workload is the observed Deployment or StatefulSet; nil if none yet.
 	Workload *Workload
-	// ScalingEnabled is spec.scaling.enabled as applied: false when KEDA
-	// is missing.
-	ScalingEnabled bool
-	// KEDAMissing: scaling is on but the cluster has no ScaledObject
-	// resource.
+	// KEDAMissing: the cluster has no ScaledObject resource, so scaling,
+	// if on, is not applied.
 	KEDAMissing bool
 	// Standby: another actor of the same name owns the queue, so this
-	// one is built with no replicas and no ScaledObject (Transport says
-	// who the owner is).
+	// one is built with no replicas and no ScaledObject (Queue says who
+	// the owner is).
 	Standby bool
 	// ScaledObject is the observed child; nil if none.
 	ScaledObject *kedav1alpha1.ScaledObject
@@ -103,8 +100,8 @@ type Input struct {
 	// SpecProblems are validation failures, each naming the field; any
 	// makes the spec invalid.
 	SpecProblems []string
-	// Transport is the outcome of ensuring the actor's queue.
-	Transport Transport
+	// Queue is the outcome of this hook call's queue operation.
+	Queue QueueState
 	// Now is the clock.
 	Now time.Time
 }
@@ -129,8 +126,9 @@ type WorkloadFailure struct {
 	Reason, Message string
 }
 
-// Transport is the outcome of the queue operation of this hook call.
-type Transport struct {
+// QueueState is the outcome of the queue operation of this hook call:
+// ensuring the queue (sync) or releasing it (finalize).
+type QueueState struct {
 	Ready bool
 	// Reason and Message say why the transport is not ready (e.g.
 	// TransportNotFound, BrokerUnavailable, QueueDeletedRecently). When

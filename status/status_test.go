@@ -8,6 +8,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/asya-sh/asya-sync/api/v1alpha1"
+
+	_ "github.com/asya-sh/asya-sync/internal/golden" // accepts -update like every test package
 )
 
 const (
@@ -74,7 +76,7 @@ var statusCases = []statusCase{
 		in: func(*testing.T) Input {
 			in := input()
 			in.Actor.DeletionTimestamp = ptr(mtime("03:19:00"))
-			in.Transport = Transport{Reason: "BrokerUnavailable", Message: "deleting queue asya-echo: BrokerUnavailable: dial tcp 10.96.12.7:5672: connect: connection refused"}
+			in.Queue = QueueState{Reason: "BrokerUnavailable", Message: "deleting queue asya-echo: BrokerUnavailable: dial tcp 10.96.12.7:5672: connect: connection refused"}
 			return in
 		},
 		status: Terminating,
@@ -107,7 +109,7 @@ var statusCases = []statusCase{
 		name: "transport not configured",
 		in: func(*testing.T) Input {
 			in := input()
-			in.Transport = Transport{Reason: "TransportNotFound", Message: `spec.transport: transport "rabbit" is not configured (configured: [rabbitmq sqs])`}
+			in.Queue = QueueState{Reason: "TransportNotFound", Message: `spec.transport: transport "rabbit" is not configured (configured: [rabbitmq sqs])`}
 			return in
 		},
 		status: TransportError,
@@ -118,7 +120,7 @@ var statusCases = []statusCase{
 		name: "broker down while the workload runs",
 		in: func(t *testing.T) Input {
 			in := runningTwo(t)
-			in.Transport = Transport{Reason: "BrokerUnavailable", Message: `transport "rabbitmq" has no open broker connection`}
+			in.Queue = QueueState{Reason: "BrokerUnavailable", Message: `transport "rabbitmq" has no open broker connection`}
 			return in
 		},
 		status: TransportError,
@@ -132,7 +134,7 @@ var statusCases = []statusCase{
 		name: "queue deleted recently",
 		in: func(t *testing.T) Input {
 			in := runningTwo(t)
-			in.Transport = Transport{Reason: "QueueDeletedRecently", Message: "QueueDeletedRecently: queue asya-echo was deleted less than 60 seconds ago"}
+			in.Queue = QueueState{Reason: "QueueDeletedRecently", Message: "QueueDeletedRecently: queue asya-echo was deleted less than 60 seconds ago"}
 			return in
 		},
 		status: TransportError,
@@ -365,7 +367,7 @@ var statusCases = []statusCase{
 		name: "running",
 		in: func(t *testing.T) Input {
 			in := runningTwo(t)
-			in.Transport.Queued, in.Transport.Processing = ptr(int64(3)), ptr(int64(1))
+			in.Queue.Queued, in.Queue.Processing = ptr(int64(3)), ptr(int64(1))
 			return in
 		},
 		status: Running,

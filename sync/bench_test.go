@@ -16,7 +16,7 @@ func BenchmarkSync(b *testing.B) {
 			b.ReportAllocs()
 			b.ResetTimer()
 			for i := 0; i < b.N; i++ {
-				if _, err := h.Sync(context.Background(), req); err != nil {
+				if _, err := h.Answer(context.Background(), req); err != nil {
 					b.Fatal(err)
 				}
 			}

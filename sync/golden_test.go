@@ -43,7 +43,7 @@ func TestGolden(t *testing.T) {
 	for _, dir := range caseDirs(t) {
 		t.Run(filepath.Base(dir), func(t *testing.T) {
 			req, h := loadCase(t, dir)
-			resp, err := h.Sync(context.Background(), req)
+			resp, err := h.Answer(context.Background(), req)
 			if err != nil {
 				t.Fatalf("sync: %v", err)
 			}
@@ -59,12 +59,12 @@ func TestFixpoint(t *testing.T) {
 	for _, dir := range caseDirs(t) {
 		t.Run(filepath.Base(dir), func(t *testing.T) {
 			req, h := loadCase(t, dir)
-			first, err := h.Sync(context.Background(), req)
+			first, err := h.Answer(context.Background(), req)
 			if err != nil {
 				t.Fatalf("sync: %v", err)
 			}
-			req.Parent = withStatus(t, req.Parent, first.Status)
-			second, err := h.Sync(context.Background(), req)
+			withStatus(t, req, first.Status)
+			second, err := h.Answer(context.Background(), req)
 			if err != nil {
 				t.Fatalf("second sync: %v", err)
 			}
@@ -84,14 +84,14 @@ func TestLaterSyncSameStatus(t *testing.T) {
 				t.Skip("status changes with time by design")
 			}
 			req, h := loadCase(t, dir)
-			first, err := h.Sync(context.Background(), req)
+			first, err := h.Answer(context.Background(), req)
 			if err != nil {
 				t.Fatalf("sync: %v", err)
 			}
-			req.Parent = withStatus(t, req.Parent, first.Status)
+			withStatus(t, req, first.Status)
 			later := h.Now().Add(30 * time.Second)
 			h.Now = func() time.Time { return later }
-			second, err := h.Sync(context.Background(), req)
+			second, err := h.Answer(context.Background(), req)
 			if err != nil {
 				t.Fatalf("later sync: %v", err)
 			}
@@ -160,18 +160,23 @@ func readWorld(t testing.TB, dir string) world {
 	return w
 }
 
-func withStatus(t *testing.T, parent json.RawMessage, status any) json.RawMessage {
+// withStatus gives the request's parent status, as Metacontroller would
+// have written it.
+func withStatus(t *testing.T, req *hook.SyncRequest, status any) {
 	t.Helper()
 	var m map[string]any
-	if err := json.Unmarshal(parent, &m); err != nil {
+	if err := json.Unmarshal(req.Parent, &m); err != nil {
 		t.Fatal(err)
 	}
 	m["status"] = asJSON(t, status)
-	out, err := json.Marshal(m)
+	parent, err := json.Marshal(m)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return out
+	req.Parent = parent
+	if req.Actor, req.SpecError, err = hook.DecodeParent(parent); err != nil {
+		t.Fatal(err)
+	}
 }
 
 // asJSON normalizes a value to its JSON form for comparison.

@@ -44,14 +44,14 @@ func podSecurityProblems(ns *corev1.Namespace, tmpl corev1.PodTemplateSpec) []st
 // checkPodSecurity adds the namespace's Pod Security verdict on the pods
 // the actor would get, once the spec is otherwise valid. Without the
 // Namespace (not asked for, or not visible) nothing is said.
-func (p *plan) checkPodSecurity() {
-	if !p.valid() {
+func (a *assessment) checkPodSecurity() {
+	if !a.valid() {
 		return
 	}
-	ns := hook.Get(p.req.Related.Namespaces, p.actor.Namespace)
+	ns := hook.Get(a.req.Related.Namespaces, a.actor.Namespace)
 	if ns == nil {
 		return
 	}
-	tmpl := children.PodTemplate(p.h.input(p.actor, p.config, p.noKEDA, p.standby))
-	p.problems = append(p.problems, podSecurityProblems(ns.Typed(), tmpl)...)
+	tmpl := children.PodTemplate(a.build)
+	a.problems = append(a.problems, podSecurityProblems(ns.Typed(), tmpl)...)
 }

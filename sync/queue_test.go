@@ -29,16 +29,20 @@ func rabbitHandler(t *testing.T, port int) *Handler {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { set.Close() })
-	return &Handler{Config: cfg, Transports: set, Script: testScript, Now: time.Now, QueueTimeout: 3 * time.Second}
+	return &Handler{Config: cfg, Transports: set, Script: testScript, Now: time.Now}
 }
 
 // actorRequest is the minimal golden request for an actor of another name.
 func actorRequest(t *testing.T, name string) *hook.SyncRequest {
 	t.Helper()
 	req, _ := loadCase(t, filepath.Join(casesDir, "minimal"))
-	req.Parent = []byte(fmt.Sprintf(`{"apiVersion":"asya.sh/v1alpha1","kind":"AsyncActor",
+	actor, specErr, err := hook.DecodeParent([]byte(fmt.Sprintf(`{"apiVersion":"asya.sh/v1alpha1","kind":"AsyncActor",
 "metadata":{"name":%q,"namespace":"default","generation":1},
-"spec":{"transport":"rabbitmq","workload":{"template":{"spec":{"containers":[{"name":"asya-runtime","image":"python:3.12"}]}}}}}`, name))
+"spec":{"transport":"rabbitmq","workload":{"template":{"spec":{"containers":[{"name":"asya-runtime","image":"python:3.12"}]}}}}}`, name)))
+	if err != nil || specErr != nil {
+		t.Fatal(err, specErr)
+	}
+	req.Actor = actor
 	return req
 }
 
@@ -49,7 +53,7 @@ func TestSyncEnsuresQueueOnRealBroker(t *testing.T) {
 	t.Cleanup(func() { testenv.DeleteQueue(t, conn, v1alpha1.QueueName(actor)) })
 	req := actorRequest(t, actor)
 
-	resp, err := h.Sync(context.Background(), req)
+	resp, err := h.Answer(context.Background(), req)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -65,7 +69,7 @@ func TestSyncEnsuresQueueOnRealBroker(t *testing.T) {
 func TestSyncWithBrokerDownKeepsChildren(t *testing.T) {
 	h := rabbitHandler(t, testenv.ClosedPort(t))
 	req := actorRequest(t, testenv.UniqueName("down"))
-	resp, err := h.Sync(context.Background(), req)
+	resp, err := h.Answer(context.Background(), req)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -94,7 +98,7 @@ func TestParallelSyncsCreateOneQueueEach(t *testing.T) {
 		t.Cleanup(func() { testenv.DeleteQueue(t, conn, v1alpha1.QueueName(name)) })
 		req := actorRequest(t, name)
 		go func() {
-			resp, err := h.Sync(context.Background(), req)
+			resp, err := h.Answer(context.Background(), req)
 			if err == nil && resp.Status.TransportStatus != "Ready" {
 				err = fmt.Errorf("%s: transportStatus %q", name, resp.Status.TransportStatus)
 			}

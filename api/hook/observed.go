@@ -11,6 +11,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/asya-sh/asya-sync/api/v1alpha1"
 )
 
 // SyncRequest is what a sync reads of Metacontroller's request, decoded in
@@ -23,13 +25,17 @@ import (
 // sent it without objects. Another group is one more field here and a
 // view type below.
 type SyncRequest struct {
-	Parent     json.RawMessage  `json:"parent"`
+	Parent json.RawMessage `json:"parent"`
+	// Finalizing: the actor is being deleted (a finalize hook call, or a
+	// sync of a CompositeController without one).
 	Finalizing bool             `json:"finalizing,omitempty"`
 	Children   ObservedChildren `json:"children"`
 	Related    ObservedRelated  `json:"related"`
-	// Namespace and Name are the parent's, for logs and metrics.
-	Namespace, Name string `json:"-"`
-	body            []byte
+	// Actor is the parent, decoded once and defaulted (DecodeParent), and
+	// SpecError says why its spec did not decode, if it did not.
+	Actor     *v1alpha1.AsyncActor `json:"-"`
+	SpecError error                `json:"-"`
+	body      []byte
 }
 
 // ObservedChildren are the child groups the hook reads.
@@ -63,6 +69,18 @@ func (g UnstructuredGroup) List() []*unstructured.Unstructured {
 	}
 	sortObjects(out)
 	return out
+}
+
+// KeyedByName reports whether any object is keyed by its bare name (hook
+// version v1), where objects of one name in different namespaces
+// overwrite each other.
+func (g UnstructuredGroup) KeyedByName() bool {
+	for key := range g {
+		if !strings.Contains(key, "/") {
+			return true
+		}
+	}
+	return false
 }
 
 // Object is the metadata every view reads.
@@ -221,11 +239,11 @@ func DecodeSyncRequest(body []byte) (*SyncRequest, error) {
 	if err := decodeObject(body, req); err != nil {
 		return nil, err
 	}
-	meta, err := checkParent(req.Parent)
+	actor, specErr, err := DecodeParent(req.Parent)
 	if err != nil {
 		return nil, err
 	}
-	req.Namespace, req.Name = meta.Namespace, meta.Name
+	req.Actor, req.SpecError = actor, specErr
 	return req, nil
 }
 

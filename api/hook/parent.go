@@ -2,6 +2,7 @@ package hook
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -19,28 +20,39 @@ type parentShell struct {
 	Status            v1alpha1.AsyncActorStatus `json:"status"`
 }
 
-func decodeShell(raw json.RawMessage) (*parentShell, error) {
+// DecodeParent is the one decode step of an AsyncActor, for every hook
+// and for render. err means the parent cannot be answered at all: it is
+// missing, not an AsyncActor, unnamed, or its metadata or status do not
+// decode. Otherwise actor is set, with its spec defaulted, and specErr says
+// whether the spec decoded: a spec that does not is a problem of the actor,
+// reported in its status, not of the request.
+func DecodeParent(raw json.RawMessage) (actor *v1alpha1.AsyncActor, specErr, err error) {
+	if len(raw) == 0 || string(raw) == "null" {
+		return nil, nil, errors.New("request has no parent")
+	}
 	var shell parentShell
 	if err := json.Unmarshal(raw, &shell); err != nil {
-		return nil, fmt.Errorf("parent: %w", err)
+		return nil, nil, fmt.Errorf("parent: %w", err)
 	}
-	return &shell, nil
+	want := v1alpha1.GroupVersion.String()
+	if shell.Kind != v1alpha1.Kind || shell.APIVersion != want {
+		return nil, nil, fmt.Errorf("parent is %s %q, want %s %q", shell.APIVersion, shell.Kind, want, v1alpha1.Kind)
+	}
+	if shell.Name == "" {
+		return nil, nil, errors.New("parent has no metadata.name")
+	}
+	actor = &v1alpha1.AsyncActor{TypeMeta: shell.TypeMeta, ObjectMeta: shell.ObjectMeta, Status: shell.Status}
+	specErr = decodeSpec(shell.Spec, &actor.Spec)
+	actor.Spec = actor.Spec.WithDefaults()
+	return actor, specErr, nil
 }
 
-// DecodeParent splits the parent into the actor and a spec error. The actor
-// always carries metadata and status; a spec that does not decode is a
-// problem of the actor, reported in its status, not of the request.
-func DecodeParent(raw json.RawMessage) (*v1alpha1.AsyncActor, error) {
-	shell, err := decodeShell(raw)
-	if err != nil {
-		return nil, err
+func decodeSpec(raw json.RawMessage, spec *v1alpha1.AsyncActorSpec) error {
+	if len(raw) == 0 || string(raw) == "null" {
+		return errors.New("spec: required")
 	}
-	actor := &v1alpha1.AsyncActor{TypeMeta: shell.TypeMeta, ObjectMeta: shell.ObjectMeta, Status: shell.Status}
-	if len(shell.Spec) == 0 || string(shell.Spec) == "null" {
-		return actor, fmt.Errorf("spec: required")
+	if err := json.Unmarshal(raw, spec); err != nil {
+		return fmt.Errorf("spec: %w", err)
 	}
-	if err := json.Unmarshal(shell.Spec, &actor.Spec); err != nil {
-		return actor, fmt.Errorf("spec: %w", err)
-	}
-	return actor, nil
+	return nil
 }

@@ -59,3 +59,7 @@ func orDefault[T int32 | int64](v *T, def T) *T {
 // QueueName is the actor's queue on its transport: the sidecar's
 // convention, so actor names are global per transport.
 func QueueName(actor string) string { return "asya-" + actor }
+
+// HPAName is the HorizontalPodAutoscaler KEDA creates for the actor's
+// ScaledObject: KEDA's convention.
+func HPAName(actor string) string { return "keda-hpa-" + actor }

@@ -24,7 +24,6 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/asya-sh/asya-sync/config"
-	"github.com/asya-sh/asya-sync/finalize"
 	"github.com/asya-sh/asya-sync/internal/testenv"
 	asyaruntime "github.com/asya-sh/asya-sync/runtime"
 	hooksync "github.com/asya-sh/asya-sync/sync"
@@ -450,8 +449,7 @@ transports:
 	}
 	t.Cleanup(func() { brokers.Close() })
 	s := newTestService(t, 1<<20)
-	s.sync = &hooksync.Handler{Config: cfg, Transports: brokers, Script: asyaruntime.Embedded(), Now: time.Now}
-	s.finalize = &finalize.Handler{Config: cfg, Transports: brokers, Now: time.Now}
+	s.hooks = &hooksync.Handler{Config: cfg, Transports: brokers, Script: asyaruntime.Embedded(), Now: time.Now}
 	sec := startSecured(t, s)
 
 	actor := testenv.UniqueName("auth")

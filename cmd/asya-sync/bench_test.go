@@ -14,7 +14,6 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/asya-sh/asya-sync/config"
-	"github.com/asya-sh/asya-sync/finalize"
 	asyaruntime "github.com/asya-sh/asya-sync/runtime"
 	hooksync "github.com/asya-sh/asya-sync/sync"
 )
@@ -42,11 +41,10 @@ func benchServer(b *testing.B) *server {
 	}
 	now := func() time.Time { return time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC) }
 	return &server{
-		sync:     &hooksync.Handler{Config: cfg, Script: asyaruntime.Embedded(), Now: now},
-		finalize: &finalize.Handler{Config: cfg, Transports: noBrokers{}, Now: now},
-		log:      zerolog.New(io.Discard),
-		metrics:  newMetrics(),
-		maxBody:  DefaultMaxBody,
+		hooks:   &hooksync.Handler{Config: cfg, Script: asyaruntime.Embedded(), Now: now},
+		log:     zerolog.New(io.Discard),
+		metrics: newMetrics(),
+		maxBody: DefaultMaxBody,
 	}
 }
 

@@ -17,7 +17,6 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/asya-sh/asya-sync/config"
-	"github.com/asya-sh/asya-sync/finalize"
 	"github.com/asya-sh/asya-sync/internal/golden"
 	asyaruntime "github.com/asya-sh/asya-sync/runtime"
 	hooksync "github.com/asya-sh/asya-sync/sync"
@@ -96,11 +95,10 @@ func newFuzzHandler(f *testing.F) http.Handler {
 	}
 	now := func() time.Time { return time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC) }
 	s := &server{
-		sync:     &hooksync.Handler{Config: cfg, Transports: acceptAll{}, Script: asyaruntime.Embedded(), Now: now},
-		finalize: &finalize.Handler{Config: cfg, Transports: acceptAll{}, Now: now},
-		log:      zerolog.New(io.Discard),
-		metrics:  newMetrics(),
-		maxBody:  1 << 20,
+		hooks:   &hooksync.Handler{Config: cfg, Transports: acceptAll{}, Script: asyaruntime.Embedded(), Now: now},
+		log:     zerolog.New(io.Discard),
+		metrics: newMetrics(),
+		maxBody: 1 << 20,
 	}
 	return s.routes()
 }

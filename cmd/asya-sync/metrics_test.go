@@ -20,7 +20,6 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/asya-sh/asya-sync/config"
-	"github.com/asya-sh/asya-sync/finalize"
 	"github.com/asya-sh/asya-sync/internal/golden"
 	"github.com/asya-sh/asya-sync/internal/testenv"
 	"github.com/asya-sh/asya-sync/internal/version"
@@ -116,11 +115,10 @@ func TestServedMetrics(t *testing.T) {
 	}
 	defer brokers.Close()
 	s := &server{
-		sync:     &hooksync.Handler{Config: cfg, Transports: brokers, Script: asyaruntime.Embedded(), Now: time.Now},
-		finalize: &finalize.Handler{Config: cfg, Transports: brokers, Now: time.Now},
-		log:      zerolog.New(io.Discard),
-		metrics:  m,
-		maxBody:  DefaultMaxBody,
+		hooks:   &hooksync.Handler{Config: cfg, Transports: brokers, Script: asyaruntime.Embedded(), Now: time.Now},
+		log:     zerolog.New(io.Discard),
+		metrics: m,
+		maxBody: DefaultMaxBody,
 	}
 	mux := s.routes()
 	actor := testenv.UniqueName("metrics")

@@ -68,11 +68,7 @@ func render(h *hooksync.Handler, actors []*v1alpha1.AsyncActor, out io.Writer) e
 			continue
 		}
 		for _, obj := range objs {
-			m, err := hook.Child(obj)
-			if err != nil {
-				return err
-			}
-			doc, err := yaml.Marshal(m)
+			doc, err := yaml.Marshal(obj)
 			if err != nil {
 				return err
 			}
@@ -118,21 +114,32 @@ func readActors(path string) ([]*v1alpha1.AsyncActor, error) {
 	return actors, nil
 }
 
+// decodeActor reads an actor a person wrote: a misspelled field is an
+// error, not ignored. The checked document then goes through the hooks'
+// own decode step.
 func decodeActor(doc []byte) (*v1alpha1.AsyncActor, error) {
-	var actor v1alpha1.AsyncActor
-	if err := yaml.UnmarshalStrict(doc, &actor); err != nil {
+	var strict v1alpha1.AsyncActor
+	if err := yaml.UnmarshalStrict(doc, &strict); err != nil {
 		return nil, err
 	}
-	if actor.Kind != v1alpha1.Kind || actor.APIVersion != v1alpha1.GroupVersion.String() {
-		return nil, fmt.Errorf("%s %q is not an %s", actor.APIVersion, actor.Kind, v1alpha1.Kind)
+	if strict.Kind != v1alpha1.Kind || strict.APIVersion != v1alpha1.GroupVersion.String() {
+		return nil, fmt.Errorf("%s %q is not an %s", strict.APIVersion, strict.Kind, v1alpha1.Kind)
 	}
-	if actor.Name == "" {
+	if strict.Name == "" {
 		return nil, errors.New("metadata.name is required")
+	}
+	raw, err := yaml.YAMLToJSON(doc)
+	if err != nil {
+		return nil, err
+	}
+	actor, specErr, err := hook.DecodeParent(raw)
+	if err = errors.Join(err, specErr); err != nil {
+		return nil, err
 	}
 	if actor.Namespace == "" {
 		actor.Namespace = "default"
 	}
-	return &actor, nil
+	return actor, nil
 }
 
 func readInput(path string) ([]byte, error) {

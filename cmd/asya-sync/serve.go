@@ -15,7 +15,6 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/asya-sh/asya-sync/config"
-	"github.com/asya-sh/asya-sync/finalize"
 	"github.com/asya-sh/asya-sync/internal/version"
 	asyaruntime "github.com/asya-sh/asya-sync/runtime"
 	hooksync "github.com/asya-sh/asya-sync/sync"
@@ -68,11 +67,10 @@ func runServe(args []string) error {
 		log.Warn().Msg("hooks accept calls from anyone: no --auth-token-file or --client-ca-file")
 	}
 	srv := &server{
-		sync:     &hooksync.Handler{Config: cfg, Transports: brokers, Script: script, Now: time.Now},
-		finalize: &finalize.Handler{Config: cfg, Transports: brokers, Now: time.Now},
-		log:      log,
-		metrics:  m,
-		maxBody:  *maxBody,
+		hooks:   &hooksync.Handler{Config: cfg, Transports: brokers, Script: script, Now: time.Now},
+		log:     log,
+		metrics: m,
+		maxBody: *maxBody,
 	}
 	if files.authenticates() {
 		srv.auth = creds

@@ -19,7 +19,6 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/asya-sh/asya-sync/api/hook"
-	"github.com/asya-sh/asya-sync/finalize"
 	hooksync "github.com/asya-sh/asya-sync/sync"
 )
 
@@ -29,8 +28,7 @@ const DefaultMaxBody = 8 << 20
 
 // server is the HTTP shell around the hook handlers.
 type server struct {
-	sync     *hooksync.Handler
-	finalize *finalize.Handler
+	hooks    *hooksync.Handler
 	log      zerolog.Logger
 	metrics  *metrics
 	maxBody  int64
@@ -139,39 +137,32 @@ func (s *server) logCall(name string, code int, out outcome, err error, elapsed 
 }
 
 func (s *server) handleSync(ctx context.Context, body []byte) (outcome, error) {
+	return s.answer(ctx, body, false)
+}
+
+func (s *server) handleFinalize(ctx context.Context, body []byte) (outcome, error) {
+	return s.answer(ctx, body, true)
+}
+
+// answer decodes a sync or finalize request and answers it. A
+// CompositeController without a finalize hook sends deletions to sync,
+// marked finalizing; they get the same teardown.
+func (s *server) answer(ctx context.Context, body []byte, finalize bool) (outcome, error) {
 	req, err := hook.DecodeSyncRequest(body)
 	if err != nil {
 		return outcome{}, badRequest{err}
 	}
-	if req.Finalizing {
-		// A CompositeController without a finalize hook sends deletions
-		// to sync; they get the same teardown.
-		return s.handleFinalize(ctx, body)
-	}
-	resp, err := s.sync.Sync(ctx, req)
-	out := outcome{namespace: req.Namespace, name: req.Name}
+	req.Finalizing = req.Finalizing || finalize
+	out := outcome{namespace: req.Actor.Namespace, name: req.Actor.Name}
+	resp, err := s.hooks.Answer(ctx, req)
 	if err != nil {
 		return out, err
 	}
 	out.result, out.body = resp.Status.Status, resp
-	return out, nil
-}
-
-func (s *server) handleFinalize(ctx context.Context, body []byte) (outcome, error) {
-	req, err := hook.DecodeRequest(body)
-	if err != nil {
-		return outcome{}, badRequest{err}
-	}
-	return s.finalizeRequest(ctx, req)
-}
-
-func (s *server) finalizeRequest(ctx context.Context, req *hook.Request) (outcome, error) {
-	resp, err := s.finalize.Finalize(ctx, req)
-	out, err := responseOutcome(req, resp, err)
-	if err == nil && resp.Finalized {
+	if resp.Finalized {
 		out.result = "finalized"
 	}
-	return out, err
+	return out, nil
 }
 
 func (s *server) handleCustomize(_ context.Context, body []byte) (outcome, error) {
@@ -179,28 +170,7 @@ func (s *server) handleCustomize(_ context.Context, body []byte) (outcome, error
 	if err != nil {
 		return outcome{}, badRequest{err}
 	}
-	resp, err := s.sync.Customize(req)
-	if err != nil {
-		return outcome{}, err
-	}
-	ns, name := parentName(req.Parent)
-	return outcome{namespace: ns, name: name, result: "ok", body: resp}, nil
-}
-
-func responseOutcome(req *hook.Request, resp *hook.Response, err error) (outcome, error) {
-	ns, name := parentName(req.Parent)
-	if err != nil {
-		return outcome{namespace: ns, name: name}, err
-	}
-	return outcome{namespace: ns, name: name, result: resp.Status.Status, body: resp}, nil
-}
-
-func parentName(raw json.RawMessage) (string, string) {
-	var meta struct {
-		Metadata struct{ Namespace, Name string } `json:"metadata"`
-	}
-	_ = json.Unmarshal(raw, &meta)
-	return meta.Metadata.Namespace, meta.Metadata.Name
+	return outcome{namespace: req.Actor.Namespace, name: req.Actor.Name, result: "ok", body: s.hooks.Customize(req)}, nil
 }
 
 // writeAnswer writes a hook's answer with an ETag of its body. A caller

@@ -13,7 +13,6 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/asya-sh/asya-sync/config"
-	"github.com/asya-sh/asya-sync/finalize"
 	_ "github.com/asya-sh/asya-sync/internal/golden" // accepts -update like every test package
 	asyaruntime "github.com/asya-sh/asya-sync/runtime"
 	hooksync "github.com/asya-sh/asya-sync/sync"
@@ -43,11 +42,10 @@ func newTestService(t testing.TB, maxBody int64) *server {
 	s := &server{
 		// No transports: these tests are about HTTP; queues are tested
 		// against real brokers in transport/.
-		sync:     &hooksync.Handler{Config: cfg, Script: asyaruntime.Embedded(), Now: now},
-		finalize: &finalize.Handler{Config: cfg, Transports: noBrokers{}, Now: now},
-		log:      zerolog.New(io.Discard),
-		metrics:  newMetrics(),
-		maxBody:  maxBody,
+		hooks:   &hooksync.Handler{Config: cfg, Script: asyaruntime.Embedded(), Now: now},
+		log:     zerolog.New(io.Discard),
+		metrics: newMetrics(),
+		maxBody: maxBody,
 	}
 	return s
 }

@@ -4,6 +4,8 @@ import (
 	"runtime"
 	"runtime/debug"
 	"testing"
+
+	_ "github.com/asya-sh/asya-sync/internal/golden" // accepts -update like every test package
 )
 
 func TestResolve(t *testing.T) {

@@ -1,4 +1,4 @@
-package finalize
+package sync
 
 import (
 	"context"
@@ -9,19 +9,17 @@ import (
 	"time"
 
 	amqp "github.com/rabbitmq/amqp091-go"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/asya-sh/asya-sync/api/hook"
 	"github.com/asya-sh/asya-sync/api/v1alpha1"
 	"github.com/asya-sh/asya-sync/config"
-	_ "github.com/asya-sh/asya-sync/internal/golden" // accepts -update like every test package
 	"github.com/asya-sh/asya-sync/internal/testenv"
 	"github.com/asya-sh/asya-sync/transport"
 )
 
 // These tests run finalize against the real RabbitMQ of .ci/services.sh.
 
-func handler(t *testing.T, port int) *Handler {
+func finalizeHandler(t *testing.T, port int) *Handler {
 	t.Helper()
 	cfg, err := config.Parse([]byte(fmt.Sprintf(`
 transports:
@@ -36,10 +34,10 @@ transports:
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { set.Close() })
-	return &Handler{Config: cfg, Transports: set, Now: time.Now, QueueTimeout: 3 * time.Second}
+	return &Handler{Config: cfg, Transports: set, Script: testScript, Now: time.Now}
 }
 
-func request(t *testing.T, name, transportName string, annotations map[string]string, children hook.Objects) *hook.Request {
+func finalizeRequest(t *testing.T, name, transportName string, annotations map[string]string, children map[string]any) *hook.SyncRequest {
 	t.Helper()
 	parent := map[string]any{
 		"apiVersion": "asya.sh/v1alpha1", "kind": "AsyncActor",
@@ -47,11 +45,15 @@ func request(t *testing.T, name, transportName string, annotations map[string]st
 			"deletionTimestamp": "2026-01-01T00:00:00Z"},
 		"spec": map[string]any{"transport": transportName},
 	}
-	raw, err := json.Marshal(parent)
+	body, err := json.Marshal(map[string]any{"parent": parent, "children": children, "finalizing": true})
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &hook.Request{Parent: raw, Children: children, Finalizing: true}
+	req, err := hook.DecodeSyncRequest(body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return req
 }
 
 func declare(t *testing.T, conn *amqp.Connection, queue string, messages int) {
@@ -73,11 +75,11 @@ func declare(t *testing.T, conn *amqp.Connection, queue string, messages int) {
 
 func TestFinalizeDeletesQueueWithMessagesAndIsIdempotent(t *testing.T) {
 	conn := testenv.Rabbit(t)
-	h := handler(t, 5672)
+	h := finalizeHandler(t, 5672)
 	actor := testenv.UniqueName("fin")
 	declare(t, conn, v1alpha1.QueueName(actor), 3)
 	for i := 0; i < 2; i++ {
-		resp, err := h.Finalize(context.Background(), request(t, actor, "mq", nil, nil))
+		resp, err := h.Answer(context.Background(), finalizeRequest(t, actor, "mq", nil, nil))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -94,11 +96,11 @@ func TestFinalizeDeletesQueueWithMessagesAndIsIdempotent(t *testing.T) {
 // finalized at once; garbage collection removes the observed children.
 func TestFinalizeDoesNotWaitForChildren(t *testing.T) {
 	testenv.Rabbit(t)
-	h := handler(t, 5672)
-	child := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "apps/v1", "kind": "Deployment",
-		"metadata": map[string]any{"name": "x", "namespace": "ml"}}}
-	resp, err := h.Finalize(context.Background(), request(t, testenv.UniqueName("kids"), "mq", nil,
-		hook.Objects{"Deployment.apps/v1": {"x": child}}))
+	h := finalizeHandler(t, 5672)
+	child := map[string]any{"apiVersion": "apps/v1", "kind": "Deployment",
+		"metadata": map[string]any{"name": "x", "namespace": "ml"}}
+	resp, err := h.Answer(context.Background(), finalizeRequest(t, testenv.UniqueName("kids"), "mq", nil,
+		map[string]any{"Deployment.apps/v1": map[string]any{"ml/x": child}}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -110,11 +112,11 @@ func TestFinalizeDoesNotWaitForChildren(t *testing.T) {
 
 func TestFinalizeRetainKeepsQueue(t *testing.T) {
 	conn := testenv.Rabbit(t)
-	h := handler(t, 5672)
+	h := finalizeHandler(t, 5672)
 	actor := testenv.UniqueName("keep")
 	declare(t, conn, v1alpha1.QueueName(actor), 1)
 	t.Cleanup(func() { testenv.DeleteQueue(t, conn, v1alpha1.QueueName(actor)) })
-	resp, err := h.Finalize(context.Background(), request(t, actor, "mq", map[string]string{AnnotationQueueDeletionPolicy: PolicyRetain}, nil))
+	resp, err := h.Answer(context.Background(), finalizeRequest(t, actor, "mq", map[string]string{AnnotationQueueDeletionPolicy: PolicyRetain}, nil))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -124,9 +126,9 @@ func TestFinalizeRetainKeepsQueue(t *testing.T) {
 }
 
 func TestFinalizeWithoutQueueToDelete(t *testing.T) {
-	h := handler(t, 5672)
+	h := finalizeHandler(t, 5672)
 	for _, name := range []string{"off", "unknown"} {
-		resp, err := h.Finalize(context.Background(), request(t, testenv.UniqueName("none"), name, nil, nil))
+		resp, err := h.Answer(context.Background(), finalizeRequest(t, testenv.UniqueName("none"), name, nil, nil))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -140,12 +142,12 @@ func TestFinalizeBrokerDownThenBack(t *testing.T) {
 	conn := testenv.Rabbit(t)
 	// A proxy we can stop stands in for the broker going away.
 	proxy := newProxy(t, "127.0.0.1:5672")
-	h := handler(t, proxy.port())
+	h := finalizeHandler(t, proxy.port())
 	actor := testenv.UniqueName("down")
 	declare(t, conn, v1alpha1.QueueName(actor), 1)
 
 	proxy.stop()
-	resp, err := h.Finalize(context.Background(), request(t, actor, "mq", nil, nil))
+	resp, err := h.Answer(context.Background(), finalizeRequest(t, actor, "mq", nil, nil))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -161,7 +163,7 @@ func TestFinalizeBrokerDownThenBack(t *testing.T) {
 	deadline := time.Now().Add(20 * time.Second)
 	for !resp.Finalized && time.Now().Before(deadline) {
 		time.Sleep(500 * time.Millisecond)
-		if resp, err = h.Finalize(context.Background(), request(t, actor, "mq", nil, nil)); err != nil {
+		if resp, err = h.Answer(context.Background(), finalizeRequest(t, actor, "mq", nil, nil)); err != nil {
 			t.Fatal(err)
 		}
 	}

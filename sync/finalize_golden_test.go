@@ -1,4 +1,4 @@
-package finalize
+package sync
 
 import (
 	"context"
@@ -18,17 +18,17 @@ import (
 // line), request.json, response.json, calls.json (the queue operations the
 // finalize made) and optionally world.json (what the broker answers). They
 // share the service configuration of the sync cases.
-const casesDir = "../testdata/finalize"
+const finalizeCasesDir = "../testdata/finalize"
 
-func TestGolden(t *testing.T) {
+func TestFinalizeGolden(t *testing.T) {
 	cfg, err := config.Load("../testdata/sync/config.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}
 	now := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
-	dirs, err := filepath.Glob(filepath.Join(casesDir, "*", "request.json"))
+	dirs, err := filepath.Glob(filepath.Join(finalizeCasesDir, "*", "request.json"))
 	if err != nil || len(dirs) == 0 {
-		t.Fatalf("no golden cases in %s: %v", casesDir, err)
+		t.Fatalf("no golden cases in %s: %v", finalizeCasesDir, err)
 	}
 	for _, path := range dirs {
 		dir := filepath.Dir(path)
@@ -40,10 +40,11 @@ func TestGolden(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			req, err := hook.DecodeRequest(body)
+			req, err := hook.DecodeSyncRequest(body)
 			if err != nil {
 				t.Fatalf("request.json: %v", err)
 			}
+			req.Finalizing = true
 			var w struct {
 				Transport scripted.Answers `json:"transport"`
 			}
@@ -53,8 +54,8 @@ func TestGolden(t *testing.T) {
 				}
 			}
 			broker := scripted.New(w.Transport)
-			h := &Handler{Config: cfg, Transports: broker, Now: func() time.Time { return now }}
-			resp, err := h.Finalize(context.Background(), req)
+			h := &Handler{Config: cfg, Transports: broker, Script: testScript, Now: func() time.Time { return now }}
+			resp, err := h.Answer(context.Background(), req)
 			if err != nil {
 				t.Fatalf("finalize: %v", err)
 			}

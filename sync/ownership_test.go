@@ -1,4 +1,4 @@
-package finalize_test
+package sync_test
 
 import (
 	"context"
@@ -16,12 +16,10 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 	"github.com/aws/smithy-go"
 	amqp "github.com/rabbitmq/amqp091-go"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/asya-sh/asya-sync/api/hook"
 	"github.com/asya-sh/asya-sync/api/v1alpha1"
 	"github.com/asya-sh/asya-sync/config"
-	"github.com/asya-sh/asya-sync/finalize"
 	"github.com/asya-sh/asya-sync/internal/testenv"
 	asyaruntime "github.com/asya-sh/asya-sync/runtime"
 	hooksync "github.com/asya-sh/asya-sync/sync"
@@ -34,13 +32,7 @@ import (
 
 const sqsEndpoint = "http://127.0.0.1:9324"
 
-// hooks are the sync and finalize handlers of one service.
-type hooks struct {
-	sync     *hooksync.Handler
-	finalize *finalize.Handler
-}
-
-func newHooks(t *testing.T) hooks {
+func newHandler(t *testing.T) *hooksync.Handler {
 	t.Helper()
 	// The SQS emulator accepts any credentials; the SDK needs some.
 	t.Setenv("AWS_ACCESS_KEY_ID", "test")
@@ -59,11 +51,7 @@ transports:
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { set.Close() })
-	return hooks{
-		sync: &hooksync.Handler{Config: cfg, Transports: set, Script: asyaruntime.Script{Source: "#\n", Hash: "0"},
-			Now: time.Now, QueueTimeout: 5 * time.Second},
-		finalize: &finalize.Handler{Config: cfg, Transports: set, Now: time.Now, QueueTimeout: 5 * time.Second},
-	}
+	return &hooksync.Handler{Config: cfg, Transports: set, Script: asyaruntime.Script{Source: "#\n", Hash: "0"}, Now: time.Now}
 }
 
 // actor is one AsyncActor as the API server returns it.
@@ -84,26 +72,16 @@ func (a actor) object() map[string]any {
 			"spec": map[string]any{"containers": []any{map[string]any{"name": "asya-runtime", "image": "python:3.12"}}}}}}}
 }
 
-// request is a hook request for self, with every actor of the name as
-// related objects, keyed namespace/name as in hook version v2.
-func request(t *testing.T, self actor, all ...actor) *hook.Request {
+// request is a hook request for self, decoded, with every actor of the
+// name as related objects, keyed namespace/name as in hook version v2.
+func request(t *testing.T, self actor, all ...actor) *hook.SyncRequest {
 	t.Helper()
-	parent, err := json.Marshal(self.object())
-	if err != nil {
-		t.Fatal(err)
-	}
-	group := map[string]*unstructured.Unstructured{}
+	group := map[string]any{}
 	for _, a := range all {
-		group[a.namespace+"/"+a.name] = &unstructured.Unstructured{Object: a.object()}
+		group[a.namespace+"/"+a.name] = a.object()
 	}
-	return &hook.Request{Parent: parent, Finalizing: self.deleting,
-		Related: hook.Objects{hook.GroupKey(v1alpha1.Kind, v1alpha1.GroupVersion.String()): group}}
-}
-
-// syncRequest is request as the sync hook decodes it.
-func syncRequest(t *testing.T, self actor, all ...actor) *hook.SyncRequest {
-	t.Helper()
-	body, err := json.Marshal(request(t, self, all...))
+	body, err := json.Marshal(map[string]any{"parent": self.object(), "finalizing": self.deleting,
+		"related": map[string]any{v1alpha1.Kind + "." + v1alpha1.GroupVersion.String(): group}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -125,18 +103,18 @@ type broker interface {
 }
 
 func TestOneQueueOneOwnerAcrossNamespaces(t *testing.T) {
-	eachBroker(t, func(t *testing.T, transportName string, b broker, h hooks) {
+	eachBroker(t, func(t *testing.T, transportName string, b broker, h *hooksync.Handler) {
 		ctx := context.Background()
 		name := testenv.UniqueName("shared")
 		queue := v1alpha1.QueueName(name)
 		owner := actor{"team-a", name, transportName, time.Now().Add(-time.Hour), false}
 		other := actor{"team-b", name, transportName, time.Now(), false}
 
-		resp, err := h.sync.Sync(ctx, syncRequest(t, owner, owner, other))
+		resp, err := h.Answer(ctx, request(t, owner, owner, other))
 		if err != nil || resp.Status.TransportStatus != "Ready" {
 			t.Fatalf("owner's sync: err=%v status=%+v, want the queue ensured", err, resp.Status)
 		}
-		resp, err = h.sync.Sync(ctx, syncRequest(t, other, owner, other))
+		resp, err = h.Answer(ctx, request(t, other, owner, other))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -147,7 +125,7 @@ func TestOneQueueOneOwnerAcrossNamespaces(t *testing.T) {
 		b.publish(t, queue)
 		gone := other
 		gone.deleting = true
-		fin, err := h.finalize.Finalize(ctx, request(t, gone, owner, gone))
+		fin, err := h.Answer(ctx, request(t, gone, owner, gone))
 		if err != nil || !fin.Finalized {
 			t.Fatalf("finalize of the non-owner: err=%v finalized=%v, want finalized", err, fin.Finalized)
 		}
@@ -157,7 +135,7 @@ func TestOneQueueOneOwnerAcrossNamespaces(t *testing.T) {
 
 		last := owner
 		last.deleting = true
-		fin, err = h.finalize.Finalize(ctx, request(t, last, last))
+		fin, err = h.Answer(ctx, request(t, last, last))
 		if err != nil || !fin.Finalized {
 			t.Fatalf("finalize of the owner: err=%v finalized=%v, want finalized", err, fin.Finalized)
 		}
@@ -171,7 +149,7 @@ func TestOneQueueOneOwnerAcrossNamespaces(t *testing.T) {
 // marker of ours and holds messages; the first actor that claims it takes
 // it over in place, messages kept.
 func TestAdoptsTheOperatorsQueue(t *testing.T) {
-	eachBroker(t, func(t *testing.T, transportName string, b broker, h hooks) {
+	eachBroker(t, func(t *testing.T, transportName string, b broker, h *hooksync.Handler) {
 		ctx := context.Background()
 		name := testenv.UniqueName("legacy")
 		queue := v1alpha1.QueueName(name)
@@ -179,7 +157,7 @@ func TestAdoptsTheOperatorsQueue(t *testing.T) {
 		b.publish(t, queue)
 		b.publish(t, queue)
 		a := actor{"ml", name, transportName, time.Now(), false}
-		resp, err := h.sync.Sync(ctx, syncRequest(t, a, a))
+		resp, err := h.Answer(ctx, request(t, a, a))
 		if err != nil || resp.Status.TransportStatus != "Ready" {
 			t.Fatalf("sync: err=%v status=%+v, want the operator's queue taken over", err, resp.Status)
 		}
@@ -188,15 +166,15 @@ func TestAdoptsTheOperatorsQueue(t *testing.T) {
 		}
 		gone := a
 		gone.deleting = true
-		if fin, err := h.finalize.Finalize(ctx, request(t, gone, gone)); err != nil || !fin.Finalized {
+		if fin, err := h.Answer(ctx, request(t, gone, gone)); err != nil || !fin.Finalized {
 			t.Fatalf("cleanup: err=%v finalized=%v", err, fin.Finalized)
 		}
 	})
 }
 
-// eachBroker runs test once per transport of newHooks, against its real
+// eachBroker runs test once per transport of newHandler, against its real
 // broker.
-func eachBroker(t *testing.T, test func(t *testing.T, transportName string, b broker, h hooks)) {
+func eachBroker(t *testing.T, test func(t *testing.T, transportName string, b broker, h *hooksync.Handler)) {
 	for _, tc := range []struct {
 		transport string
 		broker    func(t *testing.T) broker
@@ -204,7 +182,7 @@ func eachBroker(t *testing.T, test func(t *testing.T, transportName string, b br
 		{"mq", rabbitBroker},
 		{"sqs", sqsBroker},
 	} {
-		t.Run(tc.transport, func(t *testing.T) { test(t, tc.transport, tc.broker(t), newHooks(t)) })
+		t.Run(tc.transport, func(t *testing.T) { test(t, tc.transport, tc.broker(t), newHandler(t)) })
 	}
 }
 

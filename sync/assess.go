@@ -1,0 +1,143 @@
+package sync
+
+import (
+	"fmt"
+	"math"
+	"time"
+
+	"github.com/asya-sh/asya-sync/api/hook"
+	"github.com/asya-sh/asya-sync/api/v1alpha1"
+	"github.com/asya-sh/asya-sync/children"
+	"github.com/asya-sh/asya-sync/config"
+	"github.com/asya-sh/asya-sync/status"
+	"github.com/asya-sh/asya-sync/transport"
+)
+
+// assessment is one hook call worked out: what was asked, what is wrong
+// with it, who owns the queue and, after the queue step, what the broker
+// said. Its methods turn it into the answer.
+type assessment struct {
+	req       *hook.SyncRequest
+	actor     *v1alpha1.AsyncActor
+	transport config.Transport
+	found     bool // the transport is configured and enabled
+	problems  []string
+	// owner owns the actor's queue; standby: it is another actor, so this
+	// one neither touches the queue nor consumes from it.
+	owner   transport.Claimant
+	standby bool
+	// build is what the children are built from.
+	build      children.Input
+	queue      status.QueueState
+	retryAfter time.Duration
+}
+
+// assess validates the actor and decides who owns its queue.
+func (h *Handler) assess(req *hook.SyncRequest) *assessment {
+	a := &assessment{req: req, actor: req.Actor}
+	if req.SpecError != nil {
+		a.problems = append(a.problems, req.SpecError.Error())
+	}
+	a.transport, a.queue, a.found = h.transportOf(a.actor.Spec.Transport)
+	if !a.found {
+		return a
+	}
+	a.problems = append(a.problems, validate(a.actor.Name, a.actor.Spec, a.transport)...)
+	rivals := transport.Rivals(a.actor, req.Related.AsyncActors.List())
+	owner, mine := transport.Owner(transport.ClaimantOf(a.actor), rivals)
+	a.owner, a.standby = owner, !mine
+	if a.standby {
+		a.queue = queueConflict(a.actor, owner)
+	}
+	a.build = h.childrenInput(a)
+	a.checkPodSecurity()
+	return a
+}
+
+// transportOf finds the actor's transport; when it cannot be used, the
+// queue state says why.
+func (h *Handler) transportOf(name string) (config.Transport, status.QueueState, bool) {
+	t, ok := h.Config.Transports[name]
+	switch {
+	case !ok:
+		return t, status.QueueState{Reason: "TransportNotFound", Message: fmt.Sprintf(
+			"spec.transport: transport %q is not configured (configured: %v)", name, h.Config.TransportNames())}, false
+	case !t.Enabled:
+		return t, status.QueueState{Reason: "TransportDisabled", Message: fmt.Sprintf(
+			"spec.transport: transport %q is disabled in the service configuration", name)}, false
+	}
+	return t, status.QueueState{}, true
+}
+
+func (h *Handler) childrenInput(a *assessment) children.Input {
+	return children.Input{
+		Actor:                  a.actor,
+		Transport:              a.transport,
+		SidecarImage:           h.Config.SidecarImage,
+		SidecarSecurityContext: h.Config.SidecarSecurityContext,
+		GatewayURL:             h.Config.GatewayURL,
+		RuntimeScript:          h.Script.Source,
+		RuntimeHash:            h.Script.Hash,
+		KEDAMissing:            a.req.Children.ScaledObjects == nil,
+		Standby:                a.standby,
+	}
+}
+
+// queueConflict is the status of an actor whose queue another actor owns.
+func queueConflict(actor *v1alpha1.AsyncActor, owner transport.Claimant) status.QueueState {
+	return status.QueueState{Reason: transport.ReasonQueueConflict, Message: fmt.Sprintf(
+		"queue %s on transport %q belongs to AsyncActor %s, the first actor of this name on that transport: "+
+			"this actor runs no replicas and leaves the queue alone; rename it, or delete %s to hand the queue over",
+		v1alpha1.QueueName(actor.Name), actor.Spec.Transport, owner, owner)}
+}
+
+// valid reports whether children may be built. An invalid actor keeps its
+// children exactly as they were and gets nothing new. A broker failure
+// does not make the actor invalid: its workload keeps running.
+func (a *assessment) valid() bool {
+	return a.found && len(a.problems) == 0
+}
+
+// children are the desired children: none while the actor is being
+// deleted (garbage collection removes them through their owner
+// references), those last applied while its spec is invalid, else the
+// ones built from it.
+func (a *assessment) children() ([]map[string]any, error) {
+	switch {
+	case a.req.Finalizing:
+		return []map[string]any{}, nil
+	case !a.valid():
+		return keepObserved(a.req)
+	}
+	objs := children.Build(a.build)
+	out := make([]map[string]any, 0, len(objs))
+	for _, obj := range objs {
+		m, err := hook.Child(obj)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, m)
+	}
+	return out, nil
+}
+
+// minFinalizeResync paces finalize retries while the queue cannot be released.
+const minFinalizeResync = 5 * time.Second
+
+func (a *assessment) response(kids []map[string]any, result status.Result) *hook.Response {
+	resp := &hook.Response{Status: &result.Status, Children: kids}
+	switch {
+	case a.req.Finalizing && a.queue.Ready:
+		resp.Finalized = true
+	case a.req.Finalizing:
+		resp.ResyncAfterSeconds = max(result.ResyncAfter, minFinalizeResync).Seconds()
+	case a.retryAfter > 0:
+		// The broker's own hint (SQS's 60 s deletion rule) comes first.
+		resp.ResyncAfterSeconds = seconds(a.retryAfter)
+	default:
+		resp.ResyncAfterSeconds = seconds(result.ResyncAfter)
+	}
+	return resp
+}
+
+func seconds(d time.Duration) float64 { return math.Ceil(d.Seconds()) }

@@ -1,0 +1,125 @@
+package sync
+
+import (
+	"encoding/json"
+	"slices"
+	"time"
+
+	autoscalingv2 "k8s.io/api/autoscaling/v2"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	kedav1alpha1 "github.com/kedacore/keda/v2/apis/keda/v1alpha1"
+
+	"github.com/asya-sh/asya-sync/api/hook"
+	"github.com/asya-sh/asya-sync/api/v1alpha1"
+	"github.com/asya-sh/asya-sync/status"
+)
+
+// statusInput is what the status is computed from: the assessment and
+// what Metacontroller observed.
+func (a *assessment) statusInput(now time.Time) status.Input {
+	return status.Input{
+		Actor:          a.actor,
+		Workload:       a.observedWorkload(),
+		KEDAMissing:    a.build.KEDAMissing,
+		Standby:        a.standby,
+		ScaledObject:   a.scaledObject(),
+		HPA:            a.hpa(),
+		Pods:           a.pods(),
+		MissingSecrets: a.missingSecrets(),
+		SpecProblems:   a.problems,
+		Queue:          a.queue,
+		Now:            now,
+	}
+}
+
+func (a *assessment) observedWorkload() *status.Workload {
+	if a.actor.Spec.Workload.Kind == v1alpha1.KindStatefulSet {
+		if sts := hook.Get(a.req.Children.StatefulSets, a.actor.Name); sts != nil {
+			return status.WorkloadFromStatefulSet(sts.Typed())
+		}
+		return nil
+	}
+	if d := hook.Get(a.req.Children.Deployments, a.actor.Name); d != nil {
+		return status.WorkloadFromDeployment(d.Typed())
+	}
+	return nil
+}
+
+func (a *assessment) scaledObject() *kedav1alpha1.ScaledObject {
+	if so := hook.Get(a.req.Children.ScaledObjects, a.actor.Name); so != nil {
+		return so.Typed()
+	}
+	return nil
+}
+
+// hpa is KEDA's HorizontalPodAutoscaler for the actor.
+func (a *assessment) hpa() *autoscalingv2.HorizontalPodAutoscaler {
+	if h := hook.Get(a.req.Related.HPAs, v1alpha1.HPAName(a.actor.Name)); h != nil {
+		return h.Typed()
+	}
+	return nil
+}
+
+func (a *assessment) pods() []corev1.Pod {
+	var out []corev1.Pod
+	for _, pod := range hook.Sorted(a.req.Related.Pods) {
+		out = append(out, pod.Typed())
+	}
+	return out
+}
+
+// missingSecrets lists referenced Secrets that Metacontroller looked for
+// and did not find. Without a Secret group nothing was looked for.
+func (a *assessment) missingSecrets() []string {
+	if a.req.Related.Secrets == nil || !a.found {
+		return nil
+	}
+	var missing []string
+	for _, ref := range a.transport.SecretRefs() {
+		if hook.Get(a.req.Related.Secrets, ref.Name) == nil && !slices.Contains(missing, ref.Name) {
+			missing = append(missing, ref.Name)
+		}
+	}
+	return missing
+}
+
+// AnnotationLastApplied is where Metacontroller keeps what it last applied.
+const AnnotationLastApplied = "metacontroller.k8s.io/last-applied-configuration"
+
+// keepObserved answers with every observed child as it was last applied,
+// so an invalid spec changes and deletes nothing. Only then are the
+// children decoded in full.
+func keepObserved(req *hook.SyncRequest) ([]map[string]any, error) {
+	observed, err := req.AllChildren()
+	if err != nil {
+		return nil, err
+	}
+	out := []map[string]any{}
+	for _, obj := range observed.All() {
+		kept, err := lastApplied(obj)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, kept)
+	}
+	return out, nil
+}
+
+func lastApplied(obj *unstructured.Unstructured) (map[string]any, error) {
+	if raw, ok := obj.GetAnnotations()[AnnotationLastApplied]; ok {
+		var m map[string]any
+		if err := json.Unmarshal([]byte(raw), &m); err == nil {
+			return m, nil
+		}
+	}
+	// Not applied by Metacontroller (adopted): keep what is there, minus
+	// what the server owns.
+	kept := obj.DeepCopy()
+	unstructured.RemoveNestedField(kept.Object, "status")
+	for _, f := range []string{"uid", "resourceVersion", "generation", "creationTimestamp", "managedFields", "ownerReferences", "selfLink"} {
+		unstructured.RemoveNestedField(kept.Object, "metadata", f)
+	}
+	return kept.Object, nil
+}
