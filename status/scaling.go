@@ -6,6 +6,8 @@ import (
 
 	kedav1alpha1 "github.com/kedacore/keda/v2/apis/keda/v1alpha1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/asya-sh/asya-sync/api/v1alpha1"
 )
 
 // scalingState is the ScalingReady condition and what follows from it.
@@ -89,7 +91,7 @@ func (o *observation) kedaVerdict() (condition, bool) {
 	}
 	if o.in.HPA == nil {
 		return condition{metav1.ConditionUnknown, "WaitingForHPA", fmt.Sprintf(
-			"KEDA has not created HorizontalPodAutoscaler keda-hpa-%s yet", o.actor.Name)}, false
+			"KEDA has not created HorizontalPodAutoscaler %s yet", v1alpha1.HPAName(o.actor.Name))}, false
 	}
 	return condition{metav1.ConditionTrue, "ScaledObjectReady", fmt.Sprintf(
 		"ScaledObject %s is ready; KEDA scales %s %s through HorizontalPodAutoscaler %s",

@@ -171,13 +171,6 @@ func (c *Cached) forget(queue string) {
 	delete(c.counted, queue)
 }
 
-// cachedEntries is the number of remembered queues, for tests.
-func (c *Cached) cachedEntries() int {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return len(c.ensured)
-}
-
 // key tells apart ensures that must not share a broker call: the same
 // queue claimed from two namespaces, or with other settings.
 func (q Queue) key() string {

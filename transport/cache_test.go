@@ -277,3 +277,10 @@ func TestCachedKeysOnNamespace(t *testing.T) {
 		t.Errorf("%d entries after the queue was deleted, want none", n)
 	}
 }
+
+// cachedEntries is the number of remembered queues.
+func (c *Cached) cachedEntries() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return len(c.ensured)
+}
