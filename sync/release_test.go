@@ -13,6 +13,7 @@ import (
 	"github.com/asya-sh/asya-sync/api/hook"
 	"github.com/asya-sh/asya-sync/api/v1alpha1"
 	"github.com/asya-sh/asya-sync/config"
+	"github.com/asya-sh/asya-sync/finalize"
 	"github.com/asya-sh/asya-sync/internal/testenv"
 	"github.com/asya-sh/asya-sync/transport"
 )
@@ -116,7 +117,7 @@ func TestFinalizeRetainKeepsQueue(t *testing.T) {
 	actor := testenv.UniqueName("keep")
 	declare(t, conn, v1alpha1.QueueName(actor), 1)
 	t.Cleanup(func() { testenv.DeleteQueue(t, conn, v1alpha1.QueueName(actor)) })
-	resp, err := h.Answer(context.Background(), finalizeRequest(t, actor, "mq", map[string]string{AnnotationQueueDeletionPolicy: PolicyRetain}, nil))
+	resp, err := h.Answer(context.Background(), finalizeRequest(t, actor, "mq", map[string]string{finalize.AnnotationQueueDeletionPolicy: finalize.PolicyRetain}, nil))
 	if err != nil {
 		t.Fatal(err)
 	}
