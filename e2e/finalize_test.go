@@ -4,6 +4,7 @@ package e2e
 
 import (
 	"context"
+	"fmt"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -37,42 +38,52 @@ func sqsQueueExists(t *testing.T, ctx context.Context, queue string) bool {
 }
 
 // deleteAndFinalize deletes the actor and drives Metacontroller's finalize
-// loop until the finalizer is gone and the object with it.
+// loop until the finalizer is gone and the object with it; t fails if it
+// does not.
 func deleteAndFinalize(t *testing.T, ctx context.Context, ns, name string) []*pass {
 	t.Helper()
+	passes, err := finalizeActor(ctx, ns, name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return passes
+}
+
+// finalizeActor is deleteAndFinalize without a test: it returns the
+// finalize passes, or an error if the actor is not finalized.
+func finalizeActor(ctx context.Context, ns, name string) ([]*pass, error) {
 	k := env.cluster.client
 	if err := k.delete(ctx, actorGVR(), ns, name); err != nil {
-		t.Fatalf("delete: %v", err)
+		return nil, fmt.Errorf("delete: %w", err)
 	}
 	a, err := k.get(ctx, actorGVR(), ns, name)
 	if err != nil {
-		t.Fatalf("actor gone before finalize ran (finalizer missing?): %v", err)
+		return nil, fmt.Errorf("actor gone before finalize ran (finalizer missing?): %w", err)
 	}
 	if field(a, "metadata", "deletionTimestamp") == nil || !hasFinalizer(a, env.driver.finalizer()) {
-		t.Fatalf("deleted actor has no deletionTimestamp or no finalizer: %s", mustJSON(a["metadata"]))
+		return nil, fmt.Errorf("deleted actor has no deletionTimestamp or no finalizer: %s", mustJSON(a["metadata"]))
 	}
 	start := time.Now()
 	var passes []*pass
 	for i := 0; i < 10; i++ {
 		p, err := env.driver.reconcile(ctx, ns, name)
 		if err != nil {
-			t.Fatalf("finalize pass %d: %v", i+1, err)
+			return nil, fmt.Errorf("finalize pass %d: %w", i+1, err)
 		}
 		passes = append(passes, p)
 		if p.Gone {
 			env.timed("finalize "+ns+"/"+name, start)
-			return passes
+			return passes, nil
 		}
 		if p.Hook != "finalize" {
-			t.Fatalf("pass %d called %q, want finalize", i+1, p.Hook)
+			return nil, fmt.Errorf("pass %d called %q, want finalize", i+1, p.Hook)
 		}
 		if p.Response.ResyncAfterSeconds > 0 && !p.Response.Finalized {
 			time.Sleep(200 * time.Millisecond)
 		}
 	}
 	a, _ = k.get(ctx, actorGVR(), ns, name)
-	t.Fatalf("not finalized after %d passes; status %s", len(passes), mustJSON(a["status"]))
-	return nil
+	return nil, fmt.Errorf("not finalized after %d passes; status %s", len(passes), mustJSON(a["status"]))
 }
 
 // TestFinalizeRemovesQueue deletes actors and checks that finalize removes

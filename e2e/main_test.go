@@ -86,6 +86,11 @@ func run(m *testing.M) int {
 	}
 	env = e
 	code := m.Run()
+	// The cleanup runs here rather than as the last test, so that it sees
+	// what every test left, whichever ran and in whatever order.
+	if !finalizeLeftovers() {
+		code = 1
+	}
 	e.teardown(code != 0)
 	fmt.Println("e2e timings:")
 	for _, t := range e.timings {
