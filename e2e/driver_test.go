@@ -49,6 +49,9 @@ type driver struct {
 	//     its three-way merge gives the observed object back.
 	customizeCache *customizeCache
 	skipUnchanged  bool
+	// answered, when set, may change a sync or finalize answer before the
+	// driver acts on it: a measurement's stand-in for a different hook.
+	answered func(hook string, req obj, resp *hookResponse)
 }
 
 // reader reads objects as maps; the caller may change what it gets.
@@ -222,6 +225,9 @@ func (d *driver) reconcile(ctx context.Context, ns, name string) (*pass, error) 
 	}
 	if err := d.post(ctx, p.Hook, req, &p.Response); err != nil {
 		return nil, err
+	}
+	if d.answered != nil {
+		d.answered(p.Hook, req, &p.Response)
 	}
 	if p.Response.Children == nil {
 		return nil, fmt.Errorf("%s hook: children is null (an absent list would delete every child)", p.Hook)
