@@ -157,7 +157,7 @@ type phase struct {
 	left     int // children left once every actor was gone
 }
 
-const fleetHeader = "| hook | round | phase | wall | customize / actor | sync / actor | finalize / actor | status writes | API requests | by verb | 409 | 304 answers | bytes not sent |\n" +
+const fleetHeader = "| hook | round | phase | wall | customize / actor | sync / actor | finalize / actor | status writes | API requests | by verb | not 2xx | 304 answers | bytes not sent |\n" +
 	"|---|---|---|---|---|---|---|---|---|---|---|---|---|"
 
 func (p phase) row(hook string, round, actors int) string {
@@ -178,9 +178,18 @@ func (p phase) row(hook string, round, actors int) string {
 	if p.left > 0 {
 		name += fmt.Sprintf(" (%d children left)", p.left)
 	}
-	return fmt.Sprintf("| %s | %d | %s | %.1f s | %s | %s | %s | %d | %d | %s | %d | %d | %.1f MB |",
+	var failed []string
+	for v, n := range p.requests {
+		if strings.Contains(v, " ") && n > 0 {
+			failed = append(failed, fmt.Sprintf("%s: %d", v, n))
+		}
+	}
+	sort.Strings(failed)
+	// Status is written with PUT only; a PUT that failed wrote nothing.
+	writes := p.requests["PUT"] - p.requests["PUT 404"] - p.requests["PUT 409"]
+	return fmt.Sprintf("| %s | %d | %s | %.1f s | %s | %s | %s | %d | %d | %s | %s | %d | %.1f MB |",
 		hook, round, name, p.wall.Seconds(), per("customize"), per("sync"), per("finalize"),
-		p.requests["PUT"], total, strings.Join(verbs, ", "), p.requests["409"], notModified, float64(saved)/1e6)
+		writes, total, strings.Join(verbs, ", "), strings.Join(failed, ", "), notModified, float64(saved)/1e6)
 }
 
 // runFleet creates n actors at once in a namespace of their own, waits

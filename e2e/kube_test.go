@@ -36,7 +36,8 @@ type kube struct {
 	// (QPS and Burst of its rest.Config) paces Metacontroller's.
 	limiter *rate.Limiter
 	// counts, when set, counts the requests made: by verb (GET, LIST, WATCH,
-	// PATCH, PUT, POST, DELETE) and by answer code ("409").
+	// PATCH, PUT, POST, DELETE), by answer code other than 2xx ("409") and
+	// by both ("PUT 409").
 	counts    map[string]int
 	lastWrite time.Time // of the latest request other than a read
 }
@@ -51,6 +52,7 @@ func (k *kube) count(verb string, code int) {
 	k.counts[verb]++
 	if code != 0 && code/100 != 2 {
 		k.counts[fmt.Sprint(code)]++
+		k.counts[fmt.Sprint(verb, " ", code)]++
 	}
 	if verb != "GET" && verb != "LIST" && verb != "WATCH" {
 		k.lastWrite = time.Now()
