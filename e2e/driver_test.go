@@ -54,7 +54,9 @@ type driver struct {
 	answered func(hook string, req obj, resp *hookResponse)
 }
 
-// reader reads objects as maps; the caller may change what it gets.
+// reader reads objects as maps. The caller may change the top level of
+// what it gets, and all of what get returns; below the top level, listed
+// objects may be shared and are read only.
 type reader interface {
 	get(ctx context.Context, r gvr, ns, name string) (obj, error)
 	list(ctx context.Context, r gvr, ns, labelSelector string) ([]obj, error)
@@ -440,7 +442,8 @@ func (d *driver) claimChildren(ctx context.Context, parent obj) (obj, error) {
 				continue
 			case owner == "" && labelled && !parentDeleting && field(it, "metadata", "deletionTimestamp") == nil:
 				refs, _ := field(it, "metadata", "ownerReferences").([]any)
-				if err := d.setOwners(ctx, r, it, append(refs, controllerRef(parent))); err != nil {
+				refs = append(append([]any{}, refs...), controllerRef(parent))
+				if err := d.setOwners(ctx, r, it, refs); err != nil {
 					return nil, fmt.Errorf("adopt %s %s: %w", r.Resource, str(it, "metadata", "name"), err)
 				}
 			default:

@@ -87,6 +87,7 @@ func TestFleet(t *testing.T) {
 			}
 			for _, ph := range res {
 				rows = append(rows, ph.row(r.name, round, actors))
+				t.Log(rows[len(rows)-1])
 			}
 		}
 	}
@@ -681,9 +682,17 @@ func (c *watchCache) list(ctx context.Context, r gvr, ns, labelSelector string) 
 		}
 	}
 	sort.Strings(keys)
+	// A lister's objects are shared, not copied: the driver lists every
+	// child of a namespace on every sync, as Metacontroller's claim does,
+	// and a deep copy of each would cost the driver more than the hooks.
+	// Only the top level is copied (the driver sets apiVersion and kind).
 	out := make([]obj, 0, len(keys))
 	for _, key := range keys {
-		out = append(out, clone(inf.items[key]).(obj))
+		o := make(obj, len(inf.items[key]))
+		for k, v := range inf.items[key] {
+			o[k] = v
+		}
+		out = append(out, o)
 	}
 	return out, nil
 }
