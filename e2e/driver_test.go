@@ -13,6 +13,7 @@ import (
 	"reflect"
 	"sort"
 	"strings"
+	"sync"
 )
 
 // The driver plays Metacontroller's part for the CompositeController in
@@ -34,6 +35,41 @@ type driver struct {
 	parent gvr
 	kids   []gvr // child resources, in the CompositeController's order
 	hooks  map[string]*webhook
+	// read is where the driver reads objects: the API server itself, or a
+	// cache that watches keep current, as Metacontroller's informers do.
+	read reader
+
+	// What Metacontroller also does, which tests that run one pass at a
+	// time leave off:
+	//   - customizeCache keeps the customize answer per parent UID and
+	//     generation and calls the hook again only for a new generation;
+	//   - skipUnchanged leaves a child alone when applying it would change
+	//     nothing (every desired field is already there, with the same
+	//     last-applied annotation), as Metacontroller skips the update when
+	//     its three-way merge gives the observed object back.
+	customizeCache *customizeCache
+	skipUnchanged  bool
+	// answered, when set, may change a sync or finalize answer before the
+	// driver acts on it: a measurement's stand-in for a different hook.
+	answered func(hook string, req obj, resp *hookResponse)
+}
+
+// reader reads objects as maps. The caller may change the top level of
+// what it gets, and all of what get returns; below the top level, listed
+// objects may be shared and are read only.
+type reader interface {
+	get(ctx context.Context, r gvr, ns, name string) (obj, error)
+	list(ctx context.Context, r gvr, ns, labelSelector string) ([]obj, error)
+}
+
+type customizeCache struct {
+	mu      sync.Mutex
+	answers map[string]customizeEntry // by parent UID
+}
+
+type customizeEntry struct {
+	generation any
+	rules      []relatedRule
 }
 
 // hookResponse is a sync or finalize answer.
@@ -55,7 +91,7 @@ type relatedRule struct {
 }
 
 func newDriver(ctx context.Context, k *kube, cc obj) (*driver, error) {
-	d := &driver{kube: k, cc: cc, hooks: map[string]*webhook{}}
+	d := &driver{kube: k, read: k, cc: cc, hooks: map[string]*webhook{}}
 	var err error
 	for _, h := range []string{"customize", "sync", "finalize"} {
 		if d.hooks[h], err = newWebhook(ctx, k, mapAt(cc, "spec", "hooks", h, "webhook")); err != nil {
@@ -85,7 +121,7 @@ func (d *driver) finalizer() string {
 	return "metacontroller.io/compositecontroller-" + str(d.cc, "metadata", "name")
 }
 
-func (d *driver) post(ctx context.Context, hook string, req any, resp any) error {
+func (d *driver) post(ctx context.Context, hook string, req obj, resp any) error {
 	body, err := json.Marshal(req)
 	if err != nil {
 		return err
@@ -99,14 +135,41 @@ func (d *driver) post(ctx context.Context, hook string, req any, resp any) error
 	if wh.authorization != "" {
 		hreq.Header.Set("Authorization", wh.authorization)
 	}
+	// The etag cache's key: the request's root object, the parent.
+	parent, _ := req["parent"].(obj)
+	key := str(parent, "kind") + "/" + str(parent, "metadata", "namespace") + "/" + str(parent, "metadata", "name")
+	var cached etagEntry
+	if wh.etag {
+		wh.mu.Lock()
+		cached = wh.cached[key]
+		wh.mu.Unlock()
+		if cached.etag != "" {
+			hreq.Header.Set("If-None-Match", cached.etag)
+		}
+	}
 	hresp, err := wh.client.Do(hreq)
 	if err != nil {
 		return fmt.Errorf("%s hook: %w", hook, err)
 	}
 	defer hresp.Body.Close()
 	data, _ := io.ReadAll(hresp.Body)
-	if hresp.StatusCode != 200 {
+	wh.mu.Lock()
+	wh.stats.Calls++
+	wh.stats.BytesIn += len(data)
+	wh.mu.Unlock()
+	switch {
+	case hresp.StatusCode == http.StatusNotModified && cached.etag != "":
+		data = cached.body
+		wh.mu.Lock()
+		wh.stats.NotModified++
+		wh.stats.BytesSaved += len(data)
+		wh.mu.Unlock()
+	case hresp.StatusCode != 200:
 		return fmt.Errorf("%s hook: HTTP %d: %s", hook, hresp.StatusCode, firstLine(data))
+	case wh.etag && hresp.Header.Get("ETag") != "":
+		wh.mu.Lock()
+		wh.cached[key] = etagEntry{etag: hresp.Header.Get("ETag"), body: data}
+		wh.mu.Unlock()
 	}
 	if err := json.Unmarshal(data, resp); err != nil {
 		return fmt.Errorf("%s hook: undecodable answer: %w: %s", hook, err, firstLine(data))
@@ -127,7 +190,7 @@ type pass struct {
 // reconcile runs one Metacontroller sync of the parent.
 func (d *driver) reconcile(ctx context.Context, ns, name string) (*pass, error) {
 	p := &pass{}
-	parent, err := d.kube.get(ctx, d.parent, ns, name)
+	parent, err := d.read.get(ctx, d.parent, ns, name)
 	if isStatus(err, 404) {
 		p.Gone = true
 		return p, nil
@@ -164,6 +227,9 @@ func (d *driver) reconcile(ctx context.Context, ns, name string) (*pass, error) 
 	}
 	if err := d.post(ctx, p.Hook, req, &p.Response); err != nil {
 		return nil, err
+	}
+	if d.answered != nil {
+		d.answered(p.Hook, req, &p.Response)
 	}
 	if p.Response.Children == nil {
 		return nil, fmt.Errorf("%s hook: children is null (an absent list would delete every child)", p.Hook)
@@ -252,8 +318,11 @@ func (d *driver) reconcile(ctx context.Context, ns, name string) (*pass, error) 
 			for _, n := range names {
 				c := desired[key][n]
 				group, _ := observed[key].(obj)
-				_, seen := group[d.key(c)]
+				seen, _ := group[d.key(c)].(obj)
 				if err := d.applyChild(ctx, parent, c, seen); err != nil {
+					if errors.Is(err, errUnchanged) {
+						continue
+					}
 					if errors.Is(err, errAlreadyExists) {
 						// Metacontroller swallows AlreadyExists: an object of
 						// that name that it did not claim stays as it is.
@@ -299,12 +368,15 @@ func (d *driver) reconcile(ctx context.Context, ns, name string) (*pass, error) 
 // errAlreadyExists: a child to create exists already, unclaimed.
 var errAlreadyExists = errors.New("already exists")
 
+// errUnchanged: applying the child would change nothing (skipUnchanged).
+var errUnchanged = errors.New("unchanged")
+
 // applyChild updates an observed child in place, or creates one that was
-// not observed. Creating fails with errAlreadyExists when an object of that
+// not observed (observed nil). Creating fails with errAlreadyExists when an object of that
 // name exists, as Metacontroller's create does. Both are server-side
 // applies by one field manager, so that a field dropped from the desired
 // child is removed, as Metacontroller's three-way merge removes it.
-func (d *driver) applyChild(ctx context.Context, parent, c obj, observed bool) error {
+func (d *driver) applyChild(ctx context.Context, parent, c, observed obj) error {
 	last, err := json.Marshal(c)
 	if err != nil {
 		return err
@@ -318,12 +390,15 @@ func (d *driver) applyChild(ctx context.Context, parent, c obj, observed bool) e
 	}
 	ann[lastAppliedAnnotation] = string(last)
 	meta["ownerReferences"] = []any{controllerRef(parent)}
-	if !observed {
+	if observed != nil && d.skipUnchanged && subset(out, observed) {
+		return errUnchanged
+	}
+	if observed == nil {
 		r, err := d.kube.byKind(ctx, str(out, "apiVersion"), str(out, "kind"))
 		if err != nil {
 			return err
 		}
-		_, err = d.kube.get(ctx, r, str(out, "metadata", "namespace"), str(out, "metadata", "name"))
+		_, err = d.read.get(ctx, r, str(out, "metadata", "namespace"), str(out, "metadata", "name"))
 		if err == nil {
 			return errAlreadyExists
 		}
@@ -351,7 +426,7 @@ func (d *driver) claimChildren(ctx context.Context, parent obj) (obj, error) {
 	parentDeleting := field(parent, "metadata", "deletionTimestamp") != nil
 	out := obj{}
 	for _, r := range d.kids {
-		items, err := d.kube.list(ctx, r, ns, "")
+		items, err := d.read.list(ctx, r, ns, "")
 		if err != nil {
 			return nil, fmt.Errorf("list %s: %w", r.Resource, err)
 		}
@@ -367,7 +442,8 @@ func (d *driver) claimChildren(ctx context.Context, parent obj) (obj, error) {
 				continue
 			case owner == "" && labelled && !parentDeleting && field(it, "metadata", "deletionTimestamp") == nil:
 				refs, _ := field(it, "metadata", "ownerReferences").([]any)
-				if err := d.setOwners(ctx, r, it, append(refs, controllerRef(parent))); err != nil {
+				refs = append(append([]any{}, refs...), controllerRef(parent))
+				if err := d.setOwners(ctx, r, it, refs); err != nil {
 					return nil, fmt.Errorf("adopt %s %s: %w", r.Resource, str(it, "metadata", "name"), err)
 				}
 			default:
@@ -445,8 +521,25 @@ func (d *driver) related(ctx context.Context, parent obj) (obj, error) {
 	var cr struct {
 		RelatedResources []relatedRule `json:"relatedResources"`
 	}
-	if err := d.post(ctx, "customize", obj{"controller": d.cc, "parent": parent}, &cr); err != nil {
-		return nil, err
+	uid, gen := str(parent, "metadata", "uid"), field(parent, "metadata", "generation")
+	cached, hit := customizeEntry{}, false
+	if c := d.customizeCache; c != nil {
+		c.mu.Lock()
+		cached, hit = c.answers[uid]
+		c.mu.Unlock()
+		hit = hit && reflect.DeepEqual(cached.generation, gen)
+	}
+	if hit {
+		cr.RelatedResources = cached.rules
+	} else {
+		if err := d.post(ctx, "customize", obj{"controller": d.cc, "parent": parent}, &cr); err != nil {
+			return nil, err
+		}
+		if c := d.customizeCache; c != nil {
+			c.mu.Lock()
+			c.answers[uid] = customizeEntry{generation: gen, rules: cr.RelatedResources}
+			c.mu.Unlock()
+		}
 	}
 	out := obj{}
 	for _, rule := range cr.RelatedResources {
@@ -465,7 +558,7 @@ func (d *driver) related(ctx context.Context, parent obj) (obj, error) {
 		case len(rule.Names) > 0 && ns == "":
 			// As Metacontroller: a names rule without a namespace lists
 			// every namespace, then keeps the names asked for.
-			items, err := d.kube.list(ctx, r, "", "")
+			items, err := d.read.list(ctx, r, "", "")
 			if err != nil {
 				return nil, err
 			}
@@ -476,7 +569,7 @@ func (d *driver) related(ctx context.Context, parent obj) (obj, error) {
 			}
 		case len(rule.Names) > 0:
 			for _, n := range rule.Names {
-				o, err := d.kube.get(ctx, r, ns, n)
+				o, err := d.read.get(ctx, r, ns, n)
 				if isStatus(err, 404) {
 					continue
 				}
@@ -497,7 +590,7 @@ func (d *driver) related(ctx context.Context, parent obj) (obj, error) {
 				sel = strings.Join(parts, ",")
 			}
 			// A label selector of a namespaced parent looks in its namespace.
-			items, err := d.kube.list(ctx, r, str(parent, "metadata", "namespace"), sel)
+			items, err := d.read.list(ctx, r, str(parent, "metadata", "namespace"), sel)
 			if err != nil {
 				return nil, err
 			}
@@ -615,6 +708,41 @@ func jsonEqual(a, b any) bool {
 	_ = json.Unmarshal(ja, &x)
 	_ = json.Unmarshal(jb, &y)
 	return reflect.DeepEqual(x, y)
+}
+
+// subset reports whether every field of want is in have with the same
+// value; lists must have the same length and match element by element.
+func subset(want, have any) bool {
+	switch w := want.(type) {
+	case map[string]any:
+		h, ok := have.(map[string]any)
+		if !ok {
+			return false
+		}
+		for k, v := range w {
+			hv, ok := h[k]
+			if !ok && v != nil {
+				return false
+			}
+			if ok && !subset(v, hv) {
+				return false
+			}
+		}
+		return true
+	case []any:
+		h, ok := have.([]any)
+		if !ok || len(h) != len(w) {
+			return false
+		}
+		for i := range w {
+			if !subset(w[i], h[i]) {
+				return false
+			}
+		}
+		return true
+	default:
+		return reflect.DeepEqual(want, have)
+	}
 }
 
 func deepCopy(o obj) obj {

@@ -17,6 +17,7 @@ import (
 	"sync"
 	"time"
 
+	"golang.org/x/time/rate"
 	"sigs.k8s.io/yaml"
 )
 
@@ -30,6 +31,32 @@ type kube struct {
 
 	mu        sync.Mutex
 	resources map[string][]apiResource // by group/version
+
+	// limiter, when set, paces every request as client-go's token bucket
+	// (QPS and Burst of its rest.Config) paces Metacontroller's.
+	limiter *rate.Limiter
+	// counts, when set, counts the requests made: by verb (GET, LIST, WATCH,
+	// PATCH, PUT, POST, DELETE), by answer code other than 2xx ("409") and
+	// by both ("PUT 409").
+	counts    map[string]int
+	lastWrite time.Time // of the latest request other than a read
+}
+
+// count records one request and its answer code.
+func (k *kube) count(verb string, code int) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if k.counts == nil {
+		return
+	}
+	k.counts[verb]++
+	if code != 0 && code/100 != 2 {
+		k.counts[fmt.Sprint(code)]++
+		k.counts[fmt.Sprint(verb, " ", code)]++
+	}
+	if verb != "GET" && verb != "LIST" && verb != "WATCH" {
+		k.lastWrite = time.Now()
+	}
 }
 
 type apiResource struct {
@@ -78,6 +105,11 @@ func newKube(base, token string, tlsCfg *tls.Config) *kube {
 }
 
 func (k *kube) raw(ctx context.Context, method, path string, body []byte, contentType string, headers ...string) ([]byte, int, error) {
+	if k.limiter != nil {
+		if err := k.limiter.Wait(ctx); err != nil {
+			return nil, 0, err
+		}
+	}
 	req, err := http.NewRequestWithContext(ctx, method, k.base+path, bytes.NewReader(body))
 	if err != nil {
 		return nil, 0, err
@@ -92,11 +124,73 @@ func (k *kube) raw(ctx context.Context, method, path string, body []byte, conten
 	}
 	resp, err := k.http.Do(req)
 	if err != nil {
+		k.count(verbOf(method, path), 0)
 		return nil, 0, err
 	}
 	defer resp.Body.Close()
+	k.count(verbOf(method, path), resp.StatusCode)
 	data, err := io.ReadAll(resp.Body)
 	return data, resp.StatusCode, err
+}
+
+// verbOf names a request as the API server's audit log does: a GET of a
+// collection is a LIST.
+func verbOf(method, path string) string {
+	if method != "GET" {
+		return method
+	}
+	p, _, _ := strings.Cut(path, "?")
+	parts := strings.Split(strings.Trim(p, "/"), "/")
+	if len(parts) < 3 {
+		return "GET" // discovery
+	}
+	// /api/v1/<resource>, /apis/<group>/<version>/<resource>, each
+	// optionally under namespaces/<ns>: an odd count of segments after the
+	// group version is a collection.
+	rest := parts[2:]
+	if parts[0] == "apis" && len(parts) > 2 {
+		rest = parts[3:]
+	}
+	if len(rest) >= 2 && rest[0] == "namespaces" {
+		rest = rest[2:]
+		if len(rest) == 0 {
+			return "GET" // the Namespace itself
+		}
+	}
+	if len(rest) == 1 {
+		return "LIST"
+	}
+	return "GET"
+}
+
+// watch opens a watch of r in every namespace from resourceVersion rv;
+// the caller reads the stream of watch events from the body and closes it.
+func (k *kube) watch(ctx context.Context, r gvr, rv string) (io.ReadCloser, error) {
+	if k.limiter != nil {
+		if err := k.limiter.Wait(ctx); err != nil {
+			return nil, err
+		}
+	}
+	q := url.Values{"watch": {"1"}, "resourceVersion": {rv}, "allowWatchBookmarks": {"true"}, "timeoutSeconds": {"600"}}
+	req, err := http.NewRequestWithContext(ctx, "GET", k.base+r.path("", "")+"?"+q.Encode(), nil)
+	if err != nil {
+		return nil, err
+	}
+	req.Header.Set("Authorization", "Bearer "+k.token)
+	req.Header.Set("Accept", "application/json")
+	// The stream outlives the client's request timeout.
+	resp, err := (&http.Client{Transport: k.http.Transport}).Do(req)
+	if err != nil {
+		k.count("WATCH", 0)
+		return nil, err
+	}
+	k.count("WATCH", resp.StatusCode)
+	if resp.StatusCode != 200 {
+		data, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		return nil, &apiError{Code: resp.StatusCode, Message: firstLine(data)}
+	}
+	return resp.Body, nil
 }
 
 // do sends v as JSON (unless it is already []byte) and decodes the answer.

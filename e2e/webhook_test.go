@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -22,10 +23,38 @@ type webhook struct {
 	url           string
 	authorization string
 	client        *http.Client
+	// etag: the webhook's etag cache is enabled. Metacontroller then keeps
+	// the latest answer with an ETag per root object (kind, namespace,
+	// name), sends that ETag in If-None-Match and takes a 304 for it.
+	etag bool
+
+	mu     sync.Mutex
+	cached map[string]etagEntry
+	stats  hookStats
+}
+
+type etagEntry struct {
+	etag string
+	body []byte
+}
+
+// hookStats counts a hook's calls.
+type hookStats struct {
+	Calls       int
+	NotModified int // 304 answers
+	BytesSaved  int // bodies of the cached answers the 304s stood for
+	BytesIn     int // bodies received
+}
+
+func (w *webhook) snapshot() hookStats {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.stats
 }
 
 func newWebhook(ctx context.Context, k *kube, spec obj) (*webhook, error) {
-	w := &webhook{url: str(spec, "url")}
+	w := &webhook{url: str(spec, "url"), cached: map[string]etagEntry{}}
+	w.etag, _ = field(spec, "etag", "enabled").(bool)
 	if w.url == "" {
 		svc := mapAt(spec, "service")
 		scheme, port := "http", "80"

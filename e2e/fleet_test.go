@@ -1,0 +1,737 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"runtime"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"golang.org/x/time/rate"
+)
+
+// The fleet measurement: many actors created at once, then deleted at once,
+// with the driver run the way Metacontroller runs a CompositeController:
+// informers (a list, then a watch, per resource) feed a cache the driver
+// reads from and a work queue of parents; five workers (Metacontroller's
+// --workers default) take parents off the queue; every API request goes
+// through one token bucket (client-go's QPS and Burst, 100 and 200 here, as
+// Metacontroller was run for issue 14); the customize answer is kept per
+// parent generation; a child whose update would change nothing is left
+// alone; the webhook etag cache is used as the CompositeController says.
+//
+// It runs only when asked: ASYA_FLEET=1 go test -tags e2e ./e2e -run Fleet
+// (see docs/performance.md).
+//
+//	ASYA_FLEET_ACTORS   actors per run (default 200)
+//	ASYA_FLEET_ROUNDS   rounds of the three runs, interleaved (default 1)
+
+const (
+	fleetQPS     = 100
+	fleetBurst   = 200
+	fleetWorkers = 5
+)
+
+func envInt(name string, def int) int {
+	if n, err := strconv.Atoi(os.Getenv(name)); err == nil && n > 0 {
+		return n
+	}
+	return def
+}
+
+func TestFleet(t *testing.T) {
+	if os.Getenv("ASYA_FLEET") != "1" {
+		t.Skip("the fleet measurement runs only when asked: ASYA_FLEET=1 (docs/performance.md, \"Fleet: 200 actors\")")
+	}
+	if !env.rabbit {
+		t.Skip("RabbitMQ not listening on 127.0.0.1:5672")
+	}
+	actors, rounds := envInt("ASYA_FLEET_ACTORS", 200), envInt("ASYA_FLEET_ROUNDS", 1)
+	ctx := ctxFor(t, time.Duration(rounds)*30*time.Minute)
+
+	noop := httptest.NewServer(http.HandlerFunc(noopHook))
+	defer noop.Close()
+	noEtag := deepCopy(env.cc)
+	for _, h := range []string{"customize", "sync", "finalize"} {
+		mapAt(noEtag, "spec", "hooks", h, "webhook")["etag"] = obj{"enabled": false}
+	}
+	runs := []struct {
+		name     string
+		cc       obj
+		answered func(string, obj, *hookResponse)
+	}{
+		{"no-op hook", atBaseURL(env.cc, noop.URL), nil},
+		{"asya-sync, etag on", env.cc, nil},
+		{"asya-sync, etag off", noEtag, nil},
+		{"asya-sync, etag on, finalize keeps the children (simulated)", env.cc, keepChildren},
+	}
+	var rows []string
+	for round := 1; round <= rounds; round++ {
+		for i, r := range runs {
+			id := fmt.Sprintf("r%d-%d-%s", round, i, env.runID)
+			res, err := runFleet(t, ctx, r.cc, r.answered, id, actors)
+			if err != nil {
+				t.Fatalf("%s, round %d: %v", r.name, round, err)
+			}
+			for _, ph := range res {
+				rows = append(rows, ph.row(r.name, round, actors))
+				t.Log(rows[len(rows)-1])
+			}
+		}
+	}
+	load, _ := os.ReadFile("/proc/loadavg")
+	t.Logf("%d actors, %d workers, QPS %d burst %d, GOMAXPROCS %d, load average %s\n%s\n%s",
+		actors, fleetWorkers, fleetQPS, fleetBurst, runtime.GOMAXPROCS(0), strings.Join(strings.Fields(string(load))[:3], " "),
+		fleetHeader, strings.Join(rows, "\n"))
+}
+
+// noopHook answers every hook doing nothing: no related objects, no
+// children, the parent's status unchanged, finalized at once.
+func noopHook(w http.ResponseWriter, r *http.Request) {
+	var req struct {
+		Parent struct {
+			Status json.RawMessage `json:"status"`
+		} `json:"parent"`
+	}
+	if err := json.NewDecoder(r.Body).Decode(&req); err != nil {
+		http.Error(w, err.Error(), 400)
+		return
+	}
+	status := req.Parent.Status
+	if len(status) == 0 {
+		status = json.RawMessage("null")
+	}
+	w.Header().Set("Content-Type", "application/json")
+	switch r.URL.Path {
+	case "/customize":
+		fmt.Fprint(w, `{"relatedResources":[]}`)
+	case "/sync":
+		fmt.Fprintf(w, `{"status":%s,"children":[]}`, status)
+	case "/finalize":
+		fmt.Fprintf(w, `{"status":%s,"children":[],"finalized":true}`, status)
+	default:
+		http.NotFound(w, r)
+	}
+}
+
+// keepChildren turns a finalize answer that finalizes into one that keeps
+// every observed child as it was last applied, instead of an empty list:
+// the driver then leaves the children alone (nothing to change) and only
+// removes the finalizer, and garbage collection would remove the children
+// through their owner references once the actor is gone. It stands in for a
+// finalize hook that answers so, to measure what that would save.
+func keepChildren(hook string, req obj, resp *hookResponse) {
+	if hook != "finalize" || !resp.Finalized {
+		return
+	}
+	resp.Children = []obj{}
+	groups, _ := req["children"].(obj)
+	for _, g := range groups {
+		for _, c := range g.(obj) {
+			last := str(c.(obj), "metadata", "annotations", lastAppliedAnnotation)
+			var o obj
+			if json.Unmarshal([]byte(last), &o) == nil && o != nil {
+				resp.Children = append(resp.Children, o)
+			}
+		}
+	}
+}
+
+// phase is what one phase of a run cost.
+type phase struct {
+	name     string
+	wall     time.Duration
+	requests map[string]int // by verb and answer code
+	hooks    map[string]hookStats
+	left     int // children left once every actor was gone
+}
+
+const fleetHeader = "| hook | round | phase | wall | customize / actor | sync / actor | finalize / actor | status writes | API requests | by verb | not 2xx | 304 answers | bytes not sent |\n" +
+	"|---|---|---|---|---|---|---|---|---|---|---|---|---|"
+
+func (p phase) row(hook string, round, actors int) string {
+	per := func(h string) string { return fmt.Sprintf("%.2f", float64(p.hooks[h].Calls)/float64(actors)) }
+	total, verbs := 0, []string{}
+	for _, v := range []string{"GET", "LIST", "WATCH", "POST", "PATCH", "PUT", "DELETE"} {
+		if n := p.requests[v]; n > 0 {
+			total += n
+			verbs = append(verbs, fmt.Sprintf("%s %d", v, n))
+		}
+	}
+	notModified, saved := 0, 0
+	for _, h := range p.hooks {
+		notModified += h.NotModified
+		saved += h.BytesSaved
+	}
+	name := p.name
+	if p.left > 0 {
+		name += fmt.Sprintf(" (%d children left)", p.left)
+	}
+	var failed []string
+	for v, n := range p.requests {
+		if strings.Contains(v, " ") && n > 0 {
+			failed = append(failed, fmt.Sprintf("%s: %d", v, n))
+		}
+	}
+	sort.Strings(failed)
+	// Status is written with PUT only; a PUT that failed wrote nothing.
+	writes := p.requests["PUT"] - p.requests["PUT 404"] - p.requests["PUT 409"]
+	return fmt.Sprintf("| %s | %d | %s | %.1f s | %s | %s | %s | %d | %d | %s | %s | %d | %.1f MB |",
+		hook, round, name, p.wall.Seconds(), per("customize"), per("sync"), per("finalize"),
+		writes, total, strings.Join(verbs, ", "), strings.Join(failed, ", "), notModified, float64(saved)/1e6)
+}
+
+// runFleet creates n actors at once in a namespace of their own, waits
+// until the driver has settled them, deletes them at once and waits until
+// they are gone.
+func runFleet(t *testing.T, ctx context.Context, cc obj, answered func(string, obj, *hookResponse), id string, n int) ([]phase, error) {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	ns := "fleet-" + id
+	ensureNamespace(t, ctx, ns, true)
+
+	base := env.cluster.client
+	tr := base.http.Transport.(*http.Transport).Clone()
+	tr.MaxIdleConnsPerHost = 32
+	k := &kube{base: base.base, token: base.token, http: &http.Client{Timeout: 30 * time.Second, Transport: tr},
+		resources: map[string][]apiResource{}, limiter: rate.NewLimiter(fleetQPS, fleetBurst), counts: map[string]int{}}
+	d, err := newDriver(ctx, k, cc)
+	if err != nil {
+		return nil, err
+	}
+	q := newWorkQueue()
+	defer q.shutdown()
+	c := &watchCache{k: k, informers: map[string]*informer{}}
+	fc := &fleetController{d: d, q: q, failures: map[string]int{}}
+	c.onEvent = fc.onEvent
+	d.read, d.skipUnchanged, d.answered = c, true, answered
+	d.customizeCache = &customizeCache{answers: map[string]customizeEntry{}}
+	// Metacontroller's informers for the parent and the children start
+	// with it; those of related resources start on first use.
+	for _, r := range append([]gvr{d.parent}, d.kids...) {
+		if _, err := c.informer(ctx, r); err != nil {
+			return nil, err
+		}
+	}
+	for i := 0; i < fleetWorkers; i++ {
+		go fc.work(ctx)
+	}
+
+	names := make([]string, n)
+	for i := range names {
+		names[i] = fmt.Sprintf("f%s-%03d", id, i)
+	}
+	var out []phase
+	measure := func(name string, act func() (time.Time, error)) error {
+		reqs0, hooks0 := k.snapshot(), d.hookStats()
+		start := time.Now()
+		end, err := act()
+		if err != nil {
+			return fmt.Errorf("%s: %w (last hook error: %v)", name, err, fc.lastError())
+		}
+		reqs1, hooks1 := k.snapshot(), d.hookStats()
+		p := phase{name: name, wall: end.Sub(start), requests: map[string]int{}, hooks: map[string]hookStats{}}
+		for v, x := range reqs1 {
+			p.requests[v] = x - reqs0[v]
+		}
+		for h, s := range hooks1 {
+			b := hooks0[h]
+			p.hooks[h] = hookStats{Calls: s.Calls - b.Calls, NotModified: s.NotModified - b.NotModified,
+				BytesSaved: s.BytesSaved - b.BytesSaved, BytesIn: s.BytesIn - b.BytesIn}
+		}
+		out = append(out, p)
+		return nil
+	}
+
+	err = measure("create", func() (time.Time, error) {
+		if err := parallel(names, func(name string) error {
+			a := loadActor(t, filepath.Join(env.root, "e2e", "testdata", "actors", "manual.yaml"), ns)
+			mapAt(a, "metadata")["name"] = name
+			mapAt(a, "spec")["transport"] = "rabbitmq"
+			mapAt(a, "spec")["scaling"] = obj{"enabled": true}
+			_, err := base.create(ctx, a, false)
+			return err
+		}); err != nil {
+			return time.Time{}, err
+		}
+		// Settled: every actor's status written for its generation, and
+		// the queue idle for two seconds; the phase ends at the last write.
+		err := waitUntil(ctx, 10*time.Minute, func() bool {
+			settled := 0
+			for _, a := range c.items(d.parent, ns) {
+				if g := field(a, "metadata", "generation"); g != nil && fmt.Sprint(field(a, "status", "observedGeneration")) == fmt.Sprint(g) {
+					settled++
+				}
+			}
+			return settled == n && q.idleFor() > 2*time.Second
+		})
+		return k.lastWriteTime(), err
+	})
+	if err != nil {
+		return out, err
+	}
+
+	err = measure("delete", func() (time.Time, error) {
+		fc.mu.Lock()
+		fc.gone = time.Time{}
+		fc.mu.Unlock()
+		if err := parallel(names, func(name string) error { return base.delete(ctx, actorGVR(), ns, name) }); err != nil {
+			return time.Time{}, err
+		}
+		err := waitUntil(ctx, 10*time.Minute, func() bool {
+			return len(c.items(d.parent, ns)) == 0 && q.idleFor() > time.Second
+		})
+		fc.mu.Lock()
+		defer fc.mu.Unlock()
+		return fc.gone, err
+	})
+	if err != nil {
+		return out, err
+	}
+	for _, r := range d.kids {
+		items, err := base.list(ctx, r, ns, "")
+		if err != nil {
+			return out, err
+		}
+		out[len(out)-1].left += len(items)
+	}
+	return out, nil
+}
+
+// parallel runs f on every name from 16 goroutines: a client creating or
+// deleting many objects at once.
+func parallel(names []string, f func(string) error) error {
+	work := make(chan string)
+	errs := make(chan error, len(names))
+	var wg sync.WaitGroup
+	for i := 0; i < 16; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for n := range work {
+				if err := f(n); err != nil {
+					errs <- fmt.Errorf("%s: %w", n, err)
+				}
+			}
+		}()
+	}
+	for _, n := range names {
+		work <- n
+	}
+	close(work)
+	wg.Wait()
+	close(errs)
+	return <-errs
+}
+
+func waitUntil(ctx context.Context, timeout time.Duration, cond func() bool) error {
+	deadline := time.Now().Add(timeout)
+	for !cond() {
+		if time.Now().After(deadline) {
+			return fmt.Errorf("not reached in %s", timeout)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+	return nil
+}
+
+func (k *kube) snapshot() map[string]int {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	out := map[string]int{}
+	for v, n := range k.counts {
+		out[v] = n
+	}
+	return out
+}
+
+func (k *kube) lastWriteTime() time.Time {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	return k.lastWrite
+}
+
+func (d *driver) hookStats() map[string]hookStats {
+	out := map[string]hookStats{}
+	for h, w := range d.hooks {
+		out[h] = w.snapshot()
+	}
+	return out
+}
+
+// fleetController feeds the driver from the watches, as Metacontroller's
+// parent controller does: an event of a parent queues it, an event of a
+// child queues its controller; a failed sync is retried with a growing
+// delay, and resyncAfterSeconds queues the parent again after that long.
+type fleetController struct {
+	d *driver
+	q *workQueue
+
+	mu       sync.Mutex
+	failures map[string]int
+	lastErr  error
+	gone     time.Time // the latest disappearance of a parent
+}
+
+func (fc *fleetController) onEvent(r gvr, typ string, old, cur obj) {
+	if r.Resource == fc.d.parent.Resource && r.APIVersion == fc.d.parent.APIVersion {
+		if typ == "DELETED" {
+			fc.mu.Lock()
+			fc.gone = time.Now()
+			fc.mu.Unlock()
+		}
+		fc.q.add(str(cur, "metadata", "namespace") + "/" + str(cur, "metadata", "name"))
+		return
+	}
+	for _, o := range []obj{old, cur} {
+		refs, _ := field(o, "metadata", "ownerReferences").([]any)
+		for _, ref := range refs {
+			ref := ref.(obj)
+			if c, _ := ref["controller"].(bool); c && str(ref, "kind") == fc.d.parent.Kind && str(ref, "apiVersion") == fc.d.parent.APIVersion {
+				fc.q.add(str(o, "metadata", "namespace") + "/" + str(ref, "name"))
+			}
+		}
+	}
+}
+
+func (fc *fleetController) work(ctx context.Context) {
+	for {
+		key, ok := fc.q.get()
+		if !ok {
+			return
+		}
+		ns, name, _ := strings.Cut(key, "/")
+		p, err := fc.d.reconcile(ctx, ns, name)
+		fc.mu.Lock()
+		if err != nil && ctx.Err() == nil {
+			fc.failures[key]++
+			fc.lastErr = fmt.Errorf("%s: %w", key, err)
+			delay := 5 * time.Millisecond << min(fc.failures[key], 12)
+			fc.mu.Unlock()
+			fc.q.addAfter(key, delay)
+		} else {
+			delete(fc.failures, key)
+			fc.mu.Unlock()
+			if err == nil && !p.Gone && p.Response.ResyncAfterSeconds > 0 {
+				fc.q.addAfter(key, time.Duration(p.Response.ResyncAfterSeconds*float64(time.Second)))
+			}
+		}
+		fc.q.done(key)
+	}
+}
+
+func (fc *fleetController) lastError() error {
+	fc.mu.Lock()
+	defer fc.mu.Unlock()
+	return fc.lastErr
+}
+
+// workQueue is client-go's work queue in little: a key queued while it
+// waits is queued once; a key queued while a worker has it is queued again
+// when the worker is done, so no two workers sync one parent at once.
+type workQueue struct {
+	mu         sync.Mutex
+	cond       *sync.Cond
+	queue      []string
+	dirty      map[string]bool
+	processing map[string]bool
+	closed     bool
+	busySince  time.Time // zero when idle
+	idleSince  time.Time
+}
+
+func newWorkQueue() *workQueue {
+	q := &workQueue{dirty: map[string]bool{}, processing: map[string]bool{}, idleSince: time.Now()}
+	q.cond = sync.NewCond(&q.mu)
+	return q
+}
+
+func (q *workQueue) add(key string) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if q.closed || q.dirty[key] {
+		return
+	}
+	q.dirty[key] = true
+	if q.processing[key] {
+		return
+	}
+	q.queue = append(q.queue, key)
+	q.idleSince = time.Time{}
+	q.cond.Signal()
+}
+
+func (q *workQueue) addAfter(key string, d time.Duration) {
+	time.AfterFunc(d, func() { q.add(key) })
+}
+
+func (q *workQueue) get() (string, bool) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	for len(q.queue) == 0 && !q.closed {
+		q.cond.Wait()
+	}
+	if q.closed {
+		return "", false
+	}
+	key := q.queue[0]
+	q.queue = q.queue[1:]
+	q.processing[key] = true
+	delete(q.dirty, key)
+	return key, true
+}
+
+func (q *workQueue) done(key string) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	delete(q.processing, key)
+	if q.dirty[key] {
+		q.queue = append(q.queue, key)
+		q.cond.Signal()
+	}
+	if len(q.queue) == 0 && len(q.processing) == 0 {
+		q.idleSince = time.Now()
+	}
+}
+
+// idleFor is how long nothing has been queued or synced.
+func (q *workQueue) idleFor() time.Duration {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if q.idleSince.IsZero() {
+		return 0
+	}
+	return time.Since(q.idleSince)
+}
+
+func (q *workQueue) shutdown() {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	q.closed = true
+	q.cond.Broadcast()
+}
+
+// watchCache holds, per resource, every object as a list and then a watch
+// in every namespace report it, as an informer does; it reads like the API
+// server (reader) and reports every change to onEvent.
+type watchCache struct {
+	k       *kube
+	onEvent func(r gvr, typ string, old, cur obj)
+
+	mu        sync.Mutex
+	informers map[string]*informer
+}
+
+type informer struct {
+	r     gvr
+	mu    sync.RWMutex
+	items map[string]obj // by namespace/name
+}
+
+func (c *watchCache) informer(ctx context.Context, r gvr) (*informer, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	key := r.APIVersion + "/" + r.Resource
+	if inf := c.informers[key]; inf != nil {
+		return inf, nil
+	}
+	inf := &informer{r: r}
+	rv, err := inf.relist(ctx, c.k)
+	if err != nil {
+		return nil, err
+	}
+	c.informers[key] = inf
+	go inf.run(ctx, c, rv)
+	return inf, nil
+}
+
+func (inf *informer) relist(ctx context.Context, k *kube) (string, error) {
+	out, err := k.do(ctx, "GET", inf.r.path("", ""), nil, "")
+	if err != nil {
+		return "", fmt.Errorf("list %s: %w", inf.r.Resource, err)
+	}
+	items := map[string]obj{}
+	list, _ := out["items"].([]any)
+	for _, it := range list {
+		o := it.(obj)
+		o["apiVersion"], o["kind"] = inf.r.APIVersion, inf.r.Kind
+		items[str(o, "metadata", "namespace")+"/"+str(o, "metadata", "name")] = o
+	}
+	inf.mu.Lock()
+	inf.items = items
+	inf.mu.Unlock()
+	return str(out, "metadata", "resourceVersion"), nil
+}
+
+func (inf *informer) run(ctx context.Context, c *watchCache, rv string) {
+	for ctx.Err() == nil {
+		body, err := c.k.watch(ctx, inf.r, rv)
+		if err != nil {
+			if isStatus(err, 410) {
+				if rv, err = inf.relist(ctx, c.k); err != nil {
+					time.Sleep(100 * time.Millisecond)
+				}
+			} else {
+				time.Sleep(100 * time.Millisecond)
+			}
+			continue
+		}
+		rv = inf.consume(body, c, rv)
+		body.Close()
+	}
+}
+
+// consume applies a watch stream's events until it ends; it returns the
+// resourceVersion to watch from next ("" to start over with a list).
+func (inf *informer) consume(body io.Reader, c *watchCache, rv string) string {
+	dec := json.NewDecoder(body)
+	for {
+		var ev struct {
+			Type   string `json:"type"`
+			Object obj    `json:"object"`
+		}
+		if err := dec.Decode(&ev); err != nil {
+			return rv
+		}
+		o := ev.Object
+		switch ev.Type {
+		case "BOOKMARK":
+			rv = str(o, "metadata", "resourceVersion")
+			continue
+		case "ERROR":
+			// Expired: list again, then watch from the list.
+			return ""
+		}
+		rv = str(o, "metadata", "resourceVersion")
+		o["apiVersion"], o["kind"] = inf.r.APIVersion, inf.r.Kind
+		key := str(o, "metadata", "namespace") + "/" + str(o, "metadata", "name")
+		inf.mu.Lock()
+		old := inf.items[key]
+		if ev.Type == "DELETED" {
+			delete(inf.items, key)
+		} else {
+			inf.items[key] = o
+		}
+		inf.mu.Unlock()
+		if c.onEvent != nil {
+			c.onEvent(inf.r, ev.Type, old, o)
+		}
+	}
+}
+
+func (c *watchCache) get(ctx context.Context, r gvr, ns, name string) (obj, error) {
+	inf, err := c.informer(ctx, r)
+	if err != nil {
+		return nil, err
+	}
+	inf.mu.RLock()
+	o := inf.items[ns+"/"+name]
+	inf.mu.RUnlock()
+	if o == nil {
+		return nil, &apiError{Code: 404, Reason: "NotFound", Message: fmt.Sprintf("%s %s/%s not in the cache", r.Resource, ns, name)}
+	}
+	return clone(o).(obj), nil
+}
+
+func (c *watchCache) list(ctx context.Context, r gvr, ns, labelSelector string) ([]obj, error) {
+	inf, err := c.informer(ctx, r)
+	if err != nil {
+		return nil, err
+	}
+	want := map[string]string{}
+	if labelSelector != "" {
+		for _, term := range strings.Split(labelSelector, ",") {
+			k, v, ok := strings.Cut(term, "=")
+			if !ok {
+				return nil, fmt.Errorf("selector %q: only k=v terms", labelSelector)
+			}
+			want[k] = v
+		}
+	}
+	inf.mu.RLock()
+	defer inf.mu.RUnlock()
+	var keys []string
+	for key, o := range inf.items {
+		if ns != "" && str(o, "metadata", "namespace") != ns {
+			continue
+		}
+		match := true
+		for k, v := range want {
+			if str(o, "metadata", "labels", k) != v {
+				match = false
+			}
+		}
+		if match {
+			keys = append(keys, key)
+		}
+	}
+	sort.Strings(keys)
+	// A lister's objects are shared, not copied: the driver lists every
+	// child of a namespace on every sync, as Metacontroller's claim does,
+	// and a deep copy of each would cost the driver more than the hooks.
+	// Only the top level is copied (the driver sets apiVersion and kind).
+	out := make([]obj, 0, len(keys))
+	for _, key := range keys {
+		o := make(obj, len(inf.items[key]))
+		for k, v := range inf.items[key] {
+			o[k] = v
+		}
+		out = append(out, o)
+	}
+	return out, nil
+}
+
+// items is what the cache holds of r in ns, uncopied: read only.
+func (c *watchCache) items(r gvr, ns string) []obj {
+	c.mu.Lock()
+	inf := c.informers[r.APIVersion+"/"+r.Resource]
+	c.mu.Unlock()
+	if inf == nil {
+		return nil
+	}
+	inf.mu.RLock()
+	defer inf.mu.RUnlock()
+	var out []obj
+	for _, o := range inf.items {
+		if str(o, "metadata", "namespace") == ns {
+			out = append(out, o)
+		}
+	}
+	return out
+}
+
+// clone copies decoded JSON.
+func clone(v any) any {
+	switch x := v.(type) {
+	case map[string]any:
+		out := make(map[string]any, len(x))
+		for k, v := range x {
+			out[k] = clone(v)
+		}
+		return out
+	case []any:
+		out := make([]any, len(x))
+		for i, v := range x {
+			out[i] = clone(v)
+		}
+		return out
+	default:
+		return v
+	}
+}
