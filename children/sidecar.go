@@ -18,7 +18,7 @@ func (in Input) sidecar() corev1.Container {
 		env = setEnv(env, e)
 	}
 	return corev1.Container{
-		Name:            SidecarContainer,
+		Name:            v1alpha1.SidecarContainer,
 		Image:           in.sidecarImage(),
 		ImagePullPolicy: spec.ImagePullPolicy,
 		Resources:       *spec.Resources.DeepCopy(),

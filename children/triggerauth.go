@@ -4,6 +4,7 @@ import (
 	kedav1alpha1 "github.com/kedacore/keda/v2/apis/keda/v1alpha1"
 	"k8s.io/utils/ptr"
 
+	"github.com/asya-sh/asya-sync/api/v1alpha1"
 	"github.com/asya-sh/asya-sync/config"
 )
 
@@ -63,7 +64,7 @@ func rabbitMQAuth(r *config.RabbitMQ) *kedav1alpha1.TriggerAuthenticationSpec {
 		Env: []kedav1alpha1.AuthEnvironment{{
 			Parameter:     authUsername,
 			Name:          rabbitMQUsernameEnv,
-			ContainerName: SidecarContainer,
+			ContainerName: v1alpha1.SidecarContainer,
 		}},
 	}
 }

@@ -123,7 +123,7 @@ func TestScalingTriggerAuthenticationMatchesWorkload(t *testing.T) {
 }
 
 func withRuntimeContainer(in Input) Input {
-	in.Actor.Spec.Workload.Template.Spec.Containers = []corev1.Container{{Name: RuntimeContainer, Image: "python:3.12"}}
+	in.Actor.Spec.Workload.Template.Spec.Containers = []corev1.Container{{Name: v1alpha1.RuntimeContainer, Image: "python:3.12"}}
 	return in
 }
 

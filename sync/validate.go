@@ -35,19 +35,19 @@ func validateContainers(pod corev1.PodSpec) []string {
 	runtimes := 0
 	for i, c := range pod.Containers {
 		switch c.Name {
-		case children.RuntimeContainer:
+		case v1alpha1.RuntimeContainer:
 			runtimes++
 			if len(c.Command) > 0 {
 				problems = append(problems, fmt.Sprintf(
 					"%s.containers[%d] (asya-runtime): command must not be set: asya-sync runs the runtime script", templatePath, i))
 			}
-		case children.SidecarContainer:
+		case v1alpha1.SidecarContainer:
 			problems = append(problems, fmt.Sprintf(
 				"%s.containers[%d]: the name asya-sidecar is reserved for the injected sidecar", templatePath, i))
 		}
 	}
 	for i, c := range pod.InitContainers {
-		if c.Name == children.SidecarContainer {
+		if c.Name == v1alpha1.SidecarContainer {
 			problems = append(problems, fmt.Sprintf(
 				"%s.initContainers[%d]: the name asya-sidecar is reserved for the injected sidecar", templatePath, i))
 		}

@@ -59,3 +59,10 @@ func orDefault[T int32 | int64](v *T, def T) *T {
 // QueueName is the actor's queue on its transport: the sidecar's
 // convention, so actor names are global per transport.
 func QueueName(actor string) string { return "asya-" + actor }
+
+// Container names of the actor's pods (SPEC §5): the user's container
+// that runs the handler, and the sidecar asya-sync injects.
+const (
+	RuntimeContainer = "asya-runtime"
+	SidecarContainer = "asya-sidecar"
+)
