@@ -22,7 +22,7 @@ func validate(name string, spec v1alpha1.AsyncActorSpec, t config.Transport) []s
 	problems = append(problems, validateVolumes(spec.Workload.Template.Spec)...)
 	problems = append(problems, validateRanges(spec)...)
 	problems = append(problems, validateAdvanced(spec.Scaling.Advanced)...)
-	if t.SQS != nil && t.SQS.ActorRoleArn != "" && spec.Workload.Template.Spec.ServiceAccountName != "" {
+	if t.Kind.PodRole() != "" && spec.Workload.Template.Spec.ServiceAccountName != "" {
 		problems = append(problems, fmt.Sprintf(
 			"%s.serviceAccountName: must be empty with transport %q: pods run as the IRSA ServiceAccount %s",
 			templatePath, t.Name, children.ServiceAccountName(name)))
