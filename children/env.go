@@ -2,15 +2,9 @@ package children
 
 import (
 	corev1 "k8s.io/api/core/v1"
-
-	"github.com/asya-sh/asya-sync/config"
 )
 
 func value(name, v string) corev1.EnvVar { return corev1.EnvVar{Name: name, Value: v} }
-
-func fromSecret(name string, ref config.SecretKeyRef) corev1.EnvVar {
-	return corev1.EnvVar{Name: name, ValueFrom: &corev1.EnvVarSource{SecretKeyRef: ref.Selector()}}
-}
 
 // setEnv puts e in place of an entry of the same name, or appends it.
 func setEnv(env []corev1.EnvVar, e corev1.EnvVar) []corev1.EnvVar {

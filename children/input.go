@@ -8,6 +8,7 @@ import (
 
 	"github.com/asya-sh/asya-sync/api/v1alpha1"
 	"github.com/asya-sh/asya-sync/config"
+	"github.com/asya-sh/asya-sync/transport"
 )
 
 // Input is everything the builders read.
@@ -62,6 +63,7 @@ func ServiceAccountName(actor string) string        { return "asya-" + actor }
 func TriggerAuthenticationName(actor string) string { return actor + "-trigger-auth" }
 
 // usesIRSA reports whether the actor's pods run as the IRSA ServiceAccount.
-func (in Input) usesIRSA() bool {
-	return in.Transport.SQS != nil && in.Transport.SQS.ActorRoleArn != ""
-}
+func (in Input) usesIRSA() bool { return in.Transport.Kind.PodRole() != "" }
+
+// queue is the actor's queue on its transport.
+func (in Input) queue() transport.Queue { return transport.QueueOf(in.Actor) }

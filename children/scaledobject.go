@@ -1,10 +1,7 @@
 package children
 
 import (
-	"net"
-	"net/url"
 	"strconv"
-	"strings"
 
 	kedav1alpha1 "github.com/kedacore/keda/v2/apis/keda/v1alpha1"
 	autoscalingv2 "k8s.io/api/autoscaling/v2"
@@ -12,7 +9,6 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/asya-sh/asya-sync/api/v1alpha1"
-	"github.com/asya-sh/asya-sync/config"
 )
 
 // TriggerName names the actor's only trigger. KEDA resolves the names in a
@@ -26,10 +22,6 @@ func ScaledObject(in Input) *kedav1alpha1.ScaledObject {
 	if !in.ScalingActive() {
 		return nil
 	}
-	trigger, ok := in.trigger()
-	if !ok {
-		return nil
-	}
 	s := in.Actor.Spec.Scaling
 	return &kedav1alpha1.ScaledObject{
 		TypeMeta:   kedaTypeMeta("ScaledObject"),
@@ -41,7 +33,7 @@ func ScaledObject(in Input) *kedav1alpha1.ScaledObject {
 			PollingInterval: ptr.To(s.PollingInterval),
 			CooldownPeriod:  ptr.To(ptr.Deref(s.CooldownPeriod, v1alpha1.DefaultCooldownPeriod)),
 			Advanced:        advanced(s.Advanced),
-			Triggers:        []kedav1alpha1.ScaleTriggers{trigger},
+			Triggers:        []kedav1alpha1.ScaleTriggers{in.trigger()},
 		},
 	}
 }
@@ -99,81 +91,13 @@ func hpaBehavior() *autoscalingv2.HorizontalPodAutoscalerBehavior {
 	}
 }
 
-// trigger is the queue-length trigger for the actor's transport; false for a
-// transport of no known type.
-func (in Input) trigger() (kedav1alpha1.ScaleTriggers, bool) {
-	queue := v1alpha1.QueueName(in.Actor.Name)
+// trigger is the queue-length trigger of the actor's transport kind.
+func (in Input) trigger() kedav1alpha1.ScaleTriggers {
 	target := strconv.Itoa(int(in.Actor.Spec.Scaling.QueueLength))
 	t := kedav1alpha1.ScaleTriggers{Name: TriggerName}
-	switch {
-	case in.Transport.RabbitMQ != nil:
-		t.Type = "rabbitmq"
-		t.Metadata = rabbitMQMetadata(in.Transport.RabbitMQ, queue, target)
-	case in.Transport.SQS != nil:
-		t.Type = "aws-sqs-queue"
-		t.Metadata = sqsMetadata(in.Transport.SQS, queue, target)
-	default:
-		return t, false
-	}
-	if in.triggerAuthSpec() != nil {
+	t.Type, t.Metadata = in.Transport.Kind.Trigger(in.queue(), target)
+	if in.Transport.Kind.TriggerAuth() != nil {
 		t.AuthenticationRef = &kedav1alpha1.AuthenticationRef{Name: TriggerAuthenticationName(in.Actor.Name)}
 	}
-	return t, true
-}
-
-func rabbitMQMetadata(r *config.RabbitMQ, queue, target string) map[string]string {
-	m := map[string]string{
-		"queueName": queue,
-		"mode":      "QueueLength",
-		"value":     target,
-		"protocol":  "amqp",
-		"host":      rabbitMQHost(r),
-	}
-	if r.VHost != "" && r.VHost != config.DefaultVHost {
-		m["vhostName"] = r.VHost
-	}
-	return m
-}
-
-// rabbitMQHost is the AMQP URL KEDA connects to. With a password secret the
-// credentials come from the TriggerAuthentication. Without one, the URL
-// carries the configured username and no password: KEDA hands the URL to
-// amqp091-go, which fills a missing password (and user) with "guest". KEDA
-// then logs in as <username>/guest, which is what the sidecar does when it
-// has no ASYA_RABBITMQ_PASSWORD and what asya-sync does without a
-// passwordFile; for the default user that is guest/guest.
-func rabbitMQHost(r *config.RabbitMQ) string {
-	u := url.URL{Scheme: "amqp", Host: net.JoinHostPort(r.Host, strconv.Itoa(r.Port))}
-	if r.PasswordSecretRef == nil && r.Username != "" {
-		u.User = url.User(r.Username)
-	}
-	return u.String()
-}
-
-// sqsMetadata describes the actor's queue. Without static credentials or
-// IRSA (an emulator, or KEDA running with its own AWS identity) KEDA uses
-// its own credentials: identity owner "operator". The scaler's other owner,
-// "pod", fails without credentials in a TriggerAuthentication.
-func sqsMetadata(s *config.SQS, queue, target string) map[string]string {
-	m := map[string]string{
-		"queueURL":    sqsQueueURL(s, queue),
-		"queueLength": target,
-		"awsRegion":   s.Region,
-	}
-	if s.Endpoint != "" {
-		m["awsEndpoint"] = strings.TrimRight(s.Endpoint, "/")
-	}
-	if s.Credentials == nil && s.ActorRoleArn == "" {
-		m["identityOwner"] = "operator"
-	}
-	return m
-}
-
-// sqsQueueURL is the queue's URL on AWS, or on the configured endpoint.
-func sqsQueueURL(s *config.SQS, queue string) string {
-	base := "https://sqs." + s.Region + ".amazonaws.com"
-	if s.Endpoint != "" {
-		base = strings.TrimRight(s.Endpoint, "/")
-	}
-	return base + "/" + s.AccountID + "/" + queue
+	return t
 }

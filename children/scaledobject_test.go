@@ -12,6 +12,9 @@ import (
 	"github.com/asya-sh/asya-sync/api/v1alpha1"
 	"github.com/asya-sh/asya-sync/config"
 	"github.com/asya-sh/asya-sync/internal/golden"
+	"github.com/asya-sh/asya-sync/transport"
+	"github.com/asya-sh/asya-sync/transport/rabbitmq"
+	"github.com/asya-sh/asya-sync/transport/sqs"
 )
 
 // scalingInput is an actor "echo" in namespace "ml" with scaling on, on the
@@ -28,32 +31,32 @@ func scalingInput(t config.Transport, edit func(*v1alpha1.AsyncActorSpec)) Input
 	return Input{Actor: actor, Transport: t}
 }
 
-func rabbitMQTransport(edit func(*config.RabbitMQ)) config.Transport {
-	r := &config.RabbitMQ{
+func rabbitMQTransport(edit func(*rabbitmq.Settings)) config.Transport {
+	r := &rabbitmq.Settings{
 		Host:              "rabbitmq.default.svc.cluster.local",
 		Port:              5672,
 		VHost:             "/",
 		Username:          "asya",
-		PasswordSecretRef: &config.SecretKeyRef{Name: "rabbitmq-secret", Key: "password"},
+		PasswordSecretRef: &transport.SecretKeyRef{Name: "rabbitmq-secret", Key: "password"},
 	}
 	if edit != nil {
 		edit(r)
 	}
-	return config.Transport{Name: "rabbitmq", Type: config.TypeRabbitMQ, Enabled: true, RabbitMQ: r}
+	return config.Transport{Name: "rabbitmq", Enabled: true, Kind: r}
 }
 
-func sqsTransport(edit func(*config.SQS)) config.Transport {
-	s := &config.SQS{Region: "eu-west-1", AccountID: "123456789012", WaitTimeSeconds: ptr.To[int32](config.DefaultWaitTimeSeconds)}
+func sqsTransport(edit func(*sqs.Settings)) config.Transport {
+	s := &sqs.Settings{Region: "eu-west-1", AccountID: "123456789012", WaitTimeSeconds: ptr.To[int32](sqs.DefaultWaitTimeSeconds)}
 	if edit != nil {
 		edit(s)
 	}
-	return config.Transport{Name: "sqs", Type: config.TypeSQS, Enabled: true, SQS: s}
+	return config.Transport{Name: "sqs", Enabled: true, Kind: s}
 }
 
-func staticCredentials(s *config.SQS) {
-	s.Credentials = &config.SQSCredentials{
-		AccessKeyIDSecretRef:     &config.SecretKeyRef{Name: "aws-creds", Key: "access-key-id"},
-		SecretAccessKeySecretRef: &config.SecretKeyRef{Name: "aws-creds", Key: "secret-access-key"},
+func staticCredentials(s *sqs.Settings) {
+	s.Credentials = &sqs.Credentials{
+		AccessKeyIDSecretRef:     &transport.SecretKeyRef{Name: "aws-creds", Key: "access-key-id"},
+		SecretAccessKeySecretRef: &transport.SecretKeyRef{Name: "aws-creds", Key: "secret-access-key"},
 	}
 }
 
@@ -65,22 +68,22 @@ var scalingCases = []struct {
 	in   Input
 }{
 	{"rabbitmq-password-secret", scalingInput(rabbitMQTransport(nil), nil)},
-	{"rabbitmq-guest", scalingInput(rabbitMQTransport(func(r *config.RabbitMQ) {
-		r.Username, r.PasswordSecretRef = config.DefaultUsername, nil
+	{"rabbitmq-guest", scalingInput(rabbitMQTransport(func(r *rabbitmq.Settings) {
+		r.Username, r.PasswordSecretRef = rabbitmq.DefaultUsername, nil
 	}), nil)},
-	{"rabbitmq-user-without-secret", scalingInput(rabbitMQTransport(func(r *config.RabbitMQ) {
+	{"rabbitmq-user-without-secret", scalingInput(rabbitMQTransport(func(r *rabbitmq.Settings) {
 		r.PasswordSecretRef = nil
 	}), nil)},
-	{"rabbitmq-vhost", scalingInput(rabbitMQTransport(func(r *config.RabbitMQ) { r.VHost = "asya" }), nil)},
-	{"rabbitmq-ipv6-host", scalingInput(rabbitMQTransport(func(r *config.RabbitMQ) {
+	{"rabbitmq-vhost", scalingInput(rabbitMQTransport(func(r *rabbitmq.Settings) { r.VHost = "asya" }), nil)},
+	{"rabbitmq-ipv6-host", scalingInput(rabbitMQTransport(func(r *rabbitmq.Settings) {
 		r.Host, r.Port, r.PasswordSecretRef = "fd00::10", 5673, nil
 	}), nil)},
 	{"sqs-static-credentials", scalingInput(sqsTransport(staticCredentials), nil)},
-	{"sqs-irsa", scalingInput(sqsTransport(func(s *config.SQS) { s.ActorRoleArn = actorRole }), nil)},
-	{"sqs-emulator", scalingInput(sqsTransport(func(s *config.SQS) {
+	{"sqs-irsa", scalingInput(sqsTransport(func(s *sqs.Settings) { s.ActorRoleArn = actorRole }), nil)},
+	{"sqs-emulator", scalingInput(sqsTransport(func(s *sqs.Settings) {
 		s.Endpoint = "http://localstack.default.svc:4566/"
 	}), nil)},
-	{"sqs-emulator-static-credentials", scalingInput(sqsTransport(func(s *config.SQS) {
+	{"sqs-emulator-static-credentials", scalingInput(sqsTransport(func(s *sqs.Settings) {
 		s.Endpoint = "http://localstack.default.svc:4566"
 		staticCredentials(s)
 	}), nil)},
@@ -141,8 +144,7 @@ func TestScaledObjectNilWithoutScaling(t *testing.T) {
 	off := scalingInput(rabbitMQTransport(nil), func(s *v1alpha1.AsyncActorSpec) { s.Scaling.Enabled = false })
 	noKEDA := scalingInput(rabbitMQTransport(nil), nil)
 	noKEDA.KEDAMissing = true
-	unknown := scalingInput(config.Transport{Name: "odd", Type: "odd"}, nil)
-	for name, in := range map[string]Input{"scaling off": off, "no KEDA": noKEDA, "unknown transport": unknown} {
+	for name, in := range map[string]Input{"scaling off": off, "no KEDA": noKEDA} {
 		if so := ScaledObject(in); so != nil {
 			t.Errorf("%s: ScaledObject = %+v, want nil", name, so)
 		}

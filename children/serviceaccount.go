@@ -9,7 +9,8 @@ import (
 // assume on EKS (IAM Roles for Service Accounts).
 const AnnotationRoleARN = "eks.amazonaws.com/role-arn"
 
-// ServiceAccount returns the IRSA ServiceAccount for SQS with actorRoleArn, else nil.
+// ServiceAccount returns the IRSA ServiceAccount when the transport gives
+// the actor's pods an IAM role, else nil.
 func ServiceAccount(in Input) *corev1.ServiceAccount {
 	if !in.usesIRSA() {
 		return nil
@@ -18,6 +19,6 @@ func ServiceAccount(in Input) *corev1.ServiceAccount {
 		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "ServiceAccount"},
 		ObjectMeta: in.objectMeta(ServiceAccountName(in.Actor.Name)),
 	}
-	sa.Annotations = map[string]string{AnnotationRoleARN: in.Transport.SQS.ActorRoleArn}
+	sa.Annotations = map[string]string{AnnotationRoleARN: in.Transport.Kind.PodRole()}
 	return sa
 }

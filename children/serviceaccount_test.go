@@ -8,7 +8,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/asya-sh/asya-sync/api/v1alpha1"
-	"github.com/asya-sh/asya-sync/config"
+	"github.com/asya-sh/asya-sync/transport/sqs"
 )
 
 func TestServiceAccount(t *testing.T) {
@@ -21,7 +21,7 @@ func TestServiceAccount(t *testing.T) {
 			Annotations: map[string]string{"eks.amazonaws.com/role-arn": actorRole},
 		},
 	}
-	withRole := func(s *config.SQS) { s.ActorRoleArn = actorRole }
+	withRole := func(s *sqs.Settings) { s.ActorRoleArn = actorRole }
 	scalingOff := func(s *v1alpha1.AsyncActorSpec) { s.Scaling.Enabled = false }
 
 	tests := []struct {

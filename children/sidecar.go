@@ -2,12 +2,10 @@ package children
 
 import (
 	"fmt"
-	"strconv"
 
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/asya-sh/asya-sync/api/v1alpha1"
-	"github.com/asya-sh/asya-sync/config"
 )
 
 // sidecar is the injected asya-sidecar container.
@@ -18,7 +16,7 @@ func (in Input) sidecar() corev1.Container {
 		env = setEnv(env, e)
 	}
 	return corev1.Container{
-		Name:            SidecarContainer,
+		Name:            v1alpha1.SidecarContainer,
 		Image:           in.sidecarImage(),
 		ImagePullPolicy: spec.ImagePullPolicy,
 		Resources:       *spec.Resources.DeepCopy(),
@@ -65,53 +63,11 @@ func (in Input) sidecarEnv() []corev1.EnvVar {
 		value("ASYA_ACTOR_ERROR_END", ErrorEnd),
 		value("ASYA_RUNTIME_TIMEOUT", fmt.Sprintf("%ds", in.Actor.Spec.Timeout.Processing)),
 		value("ASYA_SOCKET_DIR", SocketDir),
-		value("ASYA_TRANSPORT", in.Transport.Type),
+		value("ASYA_TRANSPORT", in.Transport.Kind.Type()),
 	)
-	env = append(env, in.transportEnv()...)
+	env = append(env, in.Transport.Kind.SidecarEnv(in.queue())...)
 	if in.isEndActor() {
 		env = append(env, value("ASYA_IS_END_ACTOR", "true"))
-	}
-	return env
-}
-
-func (in Input) transportEnv() []corev1.EnvVar {
-	switch {
-	case in.Transport.RabbitMQ != nil:
-		return rabbitMQEnv(in.Transport.RabbitMQ)
-	case in.Transport.SQS != nil:
-		return sqsEnv(in.Transport.SQS, in.Actor.Spec.Timeout.Processing)
-	}
-	return nil
-}
-
-func rabbitMQEnv(r *config.RabbitMQ) []corev1.EnvVar {
-	env := []corev1.EnvVar{
-		value("ASYA_RABBITMQ_HOST", r.Host),
-		value("ASYA_RABBITMQ_PORT", strconv.Itoa(r.Port)),
-		value("ASYA_RABBITMQ_USERNAME", r.Username),
-	}
-	if r.PasswordSecretRef != nil {
-		env = append(env, fromSecret("ASYA_RABBITMQ_PASSWORD", *r.PasswordSecretRef))
-	}
-	if r.Exchange != "" {
-		env = append(env, value("ASYA_RABBITMQ_EXCHANGE", r.Exchange))
-	}
-	return env
-}
-
-func sqsEnv(s *config.SQS, processing int32) []corev1.EnvVar {
-	env := []corev1.EnvVar{value("ASYA_AWS_REGION", s.Region)}
-	if s.Endpoint != "" {
-		env = append(env, value("ASYA_SQS_ENDPOINT", s.Endpoint))
-	}
-	env = append(env,
-		value("ASYA_SQS_VISIBILITY_TIMEOUT", strconv.Itoa(int(s.VisibilityTimeoutFor(processing)))),
-		value("ASYA_SQS_WAIT_TIME_SECONDS", strconv.Itoa(int(*s.WaitTimeSeconds))),
-	)
-	if c := s.Credentials; c != nil {
-		env = append(env,
-			fromSecret("AWS_ACCESS_KEY_ID", *c.AccessKeyIDSecretRef),
-			fromSecret("AWS_SECRET_ACCESS_KEY", *c.SecretAccessKeySecretRef))
 	}
 	return env
 }

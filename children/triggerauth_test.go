@@ -11,7 +11,8 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/asya-sh/asya-sync/api/v1alpha1"
-	"github.com/asya-sh/asya-sync/config"
+	"github.com/asya-sh/asya-sync/transport/rabbitmq"
+	"github.com/asya-sh/asya-sync/transport/sqs"
 )
 
 func TestTriggerAuthentication(t *testing.T) {
@@ -39,7 +40,7 @@ func TestTriggerAuthentication(t *testing.T) {
 		},
 		{
 			name: "rabbitmq without a password secret",
-			in:   scalingInput(rabbitMQTransport(func(r *config.RabbitMQ) { r.PasswordSecretRef = nil }), nil),
+			in:   scalingInput(rabbitMQTransport(func(r *rabbitmq.Settings) { r.PasswordSecretRef = nil }), nil),
 		},
 		{
 			name: "sqs static credentials",
@@ -50,14 +51,14 @@ func TestTriggerAuthentication(t *testing.T) {
 		},
 		{
 			name: "sqs irsa: KEDA assumes the workload's role",
-			in:   scalingInput(sqsTransport(func(s *config.SQS) { s.ActorRoleArn = actorRole }), nil),
+			in:   scalingInput(sqsTransport(func(s *sqs.Settings) { s.ActorRoleArn = actorRole }), nil),
 			want: &kedav1alpha1.TriggerAuthentication{TypeMeta: typeMeta, ObjectMeta: meta, Spec: kedav1alpha1.TriggerAuthenticationSpec{
 				PodIdentity: &kedav1alpha1.AuthPodIdentity{Provider: "aws", IdentityOwner: ptr.To("workload")},
 			}},
 		},
 		{
 			name: "sqs static credentials win over irsa, as in the sidecar",
-			in: scalingInput(sqsTransport(func(s *config.SQS) {
+			in: scalingInput(sqsTransport(func(s *sqs.Settings) {
 				s.ActorRoleArn = actorRole
 				staticCredentials(s)
 			}), nil),
@@ -67,7 +68,7 @@ func TestTriggerAuthentication(t *testing.T) {
 		},
 		{
 			name: "sqs without credentials or role",
-			in:   scalingInput(sqsTransport(func(s *config.SQS) { s.Endpoint = "http://localstack:4566" }), nil),
+			in:   scalingInput(sqsTransport(func(s *sqs.Settings) { s.Endpoint = "http://localstack:4566" }), nil),
 		},
 		{
 			name: "scaling off",
@@ -110,12 +111,12 @@ func TestScalingTriggerAuthenticationMatchesWorkload(t *testing.T) {
 		in := withRuntimeContainer(scalingInput(rabbitMQTransport(nil), nil))
 		env := TriggerAuthentication(in).Spec.Env[0]
 		got := containerEnv(t, podSpecOf(t, Workload(in)), env.ContainerName, env.Name)
-		if got != in.Transport.RabbitMQ.Username {
-			t.Errorf("%s/%s = %q, want the configured username %q", env.ContainerName, env.Name, got, in.Transport.RabbitMQ.Username)
+		if got != in.Transport.Kind.(*rabbitmq.Settings).Username {
+			t.Errorf("%s/%s = %q, want the configured username %q", env.ContainerName, env.Name, got, in.Transport.Kind.(*rabbitmq.Settings).Username)
 		}
 	})
 	t.Run("irsa service account", func(t *testing.T) {
-		in := withRuntimeContainer(scalingInput(sqsTransport(func(s *config.SQS) { s.ActorRoleArn = actorRole }), nil))
+		in := withRuntimeContainer(scalingInput(sqsTransport(func(s *sqs.Settings) { s.ActorRoleArn = actorRole }), nil))
 		if got, want := podSpecOf(t, Workload(in)).ServiceAccountName, ServiceAccount(in).Name; got != want {
 			t.Errorf("pods run as %q, want the annotated ServiceAccount %q", got, want)
 		}
@@ -123,7 +124,7 @@ func TestScalingTriggerAuthenticationMatchesWorkload(t *testing.T) {
 }
 
 func withRuntimeContainer(in Input) Input {
-	in.Actor.Spec.Workload.Template.Spec.Containers = []corev1.Container{{Name: RuntimeContainer, Image: "python:3.12"}}
+	in.Actor.Spec.Workload.Template.Spec.Containers = []corev1.Container{{Name: v1alpha1.RuntimeContainer, Image: "python:3.12"}}
 	return in
 }
 

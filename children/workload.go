@@ -11,12 +11,6 @@ import (
 	"github.com/asya-sh/asya-sync/api/v1alpha1"
 )
 
-// Container names the service owns.
-const (
-	RuntimeContainer = "asya-runtime"
-	SidecarContainer = "asya-sidecar"
-)
-
 // AnnotationRuntimeHash rolls the pods when the runtime script changes: a
 // subPath mount never sees ConfigMap updates.
 const AnnotationRuntimeHash = "asya.sh/runtime-hash"
@@ -89,7 +83,7 @@ func PodTemplate(in Input) corev1.PodTemplateSpec {
 	user := in.Actor.Spec.Workload.Template
 	spec := *user.Spec.DeepCopy()
 	for i := range spec.Containers {
-		if spec.Containers[i].Name == RuntimeContainer {
+		if spec.Containers[i].Name == v1alpha1.RuntimeContainer {
 			in.wireRuntime(&spec.Containers[i])
 		}
 	}

@@ -15,12 +15,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/yaml"
-)
 
-// Transport types.
-const (
-	TypeRabbitMQ = "rabbitmq"
-	TypeSQS      = "sqs"
+	"github.com/asya-sh/asya-sync/transport"
 )
 
 // Config is the whole service configuration.
@@ -35,80 +31,16 @@ type Config struct {
 	Transports             map[string]Transport    `json:"transports"`
 }
 
-// Transport is one named transport. Exactly one of RabbitMQ and SQS is set,
-// according to Type.
+// Transport is one named transport: its name, whether it is enabled, and
+// its kind with the kind's decoded and checked settings.
 type Transport struct {
-	Name     string    `json:"-"`
-	Type     string    `json:"type"`
-	Enabled  bool      `json:"enabled"`
-	RabbitMQ *RabbitMQ `json:"-"`
-	SQS      *SQS      `json:"-"`
+	Name    string
+	Enabled bool
+	Kind    transport.Kind
 }
 
-// RabbitMQ is a RabbitMQ transport's settings.
-type RabbitMQ struct {
-	Host     string `json:"host"`
-	Port     int    `json:"port"`
-	VHost    string `json:"vhost"`
-	Username string `json:"username"`
-	// PasswordSecretRef is read by sidecars and KEDA in the actor's namespace.
-	PasswordSecretRef *SecretKeyRef `json:"passwordSecretRef,omitempty"`
-	// PasswordFile holds the service's own password; without it, "guest".
-	PasswordFile  string `json:"passwordFile,omitempty"`
-	ManagementURL string `json:"managementURL,omitempty"`
-	Exchange      string `json:"exchange,omitempty"`
-	Queues        Queues `json:"queues"`
-}
-
-// SQS is an Amazon SQS transport's settings.
-type SQS struct {
-	Region            string            `json:"region"`
-	AccountID         string            `json:"accountId"`
-	Endpoint          string            `json:"endpoint,omitempty"`
-	ActorRoleArn      string            `json:"actorRoleArn,omitempty"`
-	VisibilityTimeout int32             `json:"visibilityTimeout,omitempty"`
-	WaitTimeSeconds   *int32            `json:"waitTimeSeconds,omitempty"`
-	Credentials       *SQSCredentials   `json:"credentials,omitempty"`
-	Tags              map[string]string `json:"tags,omitempty"`
-	Queues            Queues            `json:"queues"`
-}
-
-// SQSCredentials name the Secrets that hold static AWS credentials for
-// sidecars and KEDA.
-type SQSCredentials struct {
-	AccessKeyIDSecretRef     *SecretKeyRef `json:"accessKeyIdSecretRef"`
-	SecretAccessKeySecretRef *SecretKeyRef `json:"secretAccessKeySecretRef"`
-}
-
-// SecretKeyRef names one key of a Secret in the actor's namespace.
-type SecretKeyRef struct {
-	Name string `json:"name"`
-	Key  string `json:"key"`
-}
-
-// Queues says how the transport's queues are managed.
-type Queues struct {
-	AutoCreate *bool `json:"autoCreate,omitempty"`
-	DLQ        DLQ   `json:"dlq"`
-}
-
-// DLQ configures dead-lettering.
-type DLQ struct {
-	Enabled       bool  `json:"enabled"`
-	MaxRetryCount int32 `json:"maxRetryCount,omitempty"`
-	RetentionDays int32 `json:"retentionDays,omitempty"`
-}
-
-// Defaults of SPEC §4.
-const (
-	DefaultQueueCacheTTL    = 5 * time.Minute
-	DefaultRabbitMQPort     = 5672
-	DefaultVHost            = "/"
-	DefaultUsername         = "guest"
-	DefaultWaitTimeSeconds  = 20
-	DefaultMaxRetryCount    = 3
-	DefaultDLQRetentionDays = 14
-)
+// DefaultQueueCacheTTL is queueCacheTTL when the key is absent (SPEC §4).
+const DefaultQueueCacheTTL = 5 * time.Minute
 
 // SidecarUID is the numeric id of the user the published sidecar image
 // runs as. The image names its user (app), and the kubelet can verify
@@ -127,14 +59,6 @@ func DefaultSidecarSecurityContext() *corev1.SecurityContext {
 		SeccompProfile:           &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
 	}
 }
-
-// Selector returns the ref as the core/v1 type used in env and volumes.
-func (r SecretKeyRef) Selector() *corev1.SecretKeySelector {
-	return &corev1.SecretKeySelector{LocalObjectReference: corev1.LocalObjectReference{Name: r.Name}, Key: r.Key}
-}
-
-// AutoCreateQueues reports whether missing queues are created.
-func (q Queues) AutoCreateQueues() bool { return q.AutoCreate == nil || *q.AutoCreate }
 
 // Load reads the configuration file at path.
 func Load(path string) (*Config, error) {
@@ -197,16 +121,24 @@ func (c *Config) TransportNames() []string {
 	return names
 }
 
-// SecretRefs lists every Secret reference of the transport, in a stable order.
-func (t Transport) SecretRefs() []SecretKeyRef {
-	var refs []SecretKeyRef
-	switch {
-	case t.RabbitMQ != nil && t.RabbitMQ.PasswordSecretRef != nil:
-		refs = append(refs, *t.RabbitMQ.PasswordSecretRef)
-	case t.SQS != nil && t.SQS.Credentials != nil:
-		refs = append(refs, *t.SQS.Credentials.AccessKeyIDSecretRef, *t.SQS.Credentials.SecretAccessKeySecretRef)
+// Enabled returns the kinds of the enabled transports, by name.
+func (c *Config) Enabled() map[string]transport.Kind {
+	kinds := map[string]transport.Kind{}
+	for name, t := range c.Transports {
+		if t.Enabled {
+			kinds[name] = t.Kind
+		}
 	}
-	return refs
+	return kinds
+}
+
+// SecretRefs lists the Secrets the transport's sidecars and KEDA read, in
+// a stable order; none for a transport that is not configured.
+func (t Transport) SecretRefs() []transport.SecretKeyRef {
+	if t.Kind == nil {
+		return nil
+	}
+	return t.Kind.SecretRefs()
 }
 
 func decodeStrict(data []byte, into any) error {
@@ -220,24 +152,4 @@ func decodeStrict(data []byte, into any) error {
 		return errors.New(strings.TrimPrefix(err.Error(), "json: "))
 	}
 	return nil
-}
-
-// MaxVisibilityTimeout is SQS's limit, in seconds; defaultProcessing is
-// the AsyncActor default of spec.timeout.processing.
-const (
-	MaxVisibilityTimeout = 43200
-	defaultProcessing    = 300
-)
-
-// VisibilityTimeoutFor is the configured visibility timeout, else twice the
-// processing timeout (capped at SQS's limit), so a message being processed
-// does not reappear meanwhile. Queue and sidecar must agree on it.
-func (s *SQS) VisibilityTimeoutFor(processing int32) int32 {
-	if s.VisibilityTimeout > 0 {
-		return s.VisibilityTimeout
-	}
-	if processing <= 0 {
-		processing = defaultProcessing
-	}
-	return min(2*processing, MaxVisibilityTimeout)
 }

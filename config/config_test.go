@@ -1,6 +1,8 @@
 package config
 
 import (
+	"maps"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -10,6 +12,9 @@ import (
 	"k8s.io/utils/ptr"
 
 	_ "github.com/asya-sh/asya-sync/internal/golden" // accepts -update like every test package
+	"github.com/asya-sh/asya-sync/transport"
+	"github.com/asya-sh/asya-sync/transport/rabbitmq"
+	"github.com/asya-sh/asya-sync/transport/sqs"
 )
 
 func TestParseDefaults(t *testing.T) {
@@ -25,16 +30,20 @@ transports:
 		t.Errorf("queueCacheTTL = %v, want 5m", cfg.QueueCacheTTL.Duration)
 	}
 	rmq := cfg.Transports["rabbitmq"]
-	wantRMQ := &RabbitMQ{Host: "mq", Port: 5672, VHost: "/", Username: "guest", Queues: Queues{DLQ: DLQ{MaxRetryCount: 3}}}
-	if diff := cmp.Diff(wantRMQ, rmq.RabbitMQ); diff != "" {
+	wantRMQ := &rabbitmq.Settings{Host: "mq", Port: 5672, VHost: "/", Username: "guest",
+		Queues: transport.Queues{DLQ: transport.DLQ{MaxRetryCount: 3}}}
+	if diff := cmp.Diff(transport.Kind(wantRMQ), rmq.Kind); diff != "" {
 		t.Errorf("rabbitmq defaults (-want +got):\n%s", diff)
 	}
-	if !rmq.Enabled || rmq.Name != "rabbitmq" || !rmq.RabbitMQ.Queues.AutoCreateQueues() {
-		t.Errorf("rabbitmq: enabled=%v name=%q autoCreate=%v", rmq.Enabled, rmq.Name, rmq.RabbitMQ.Queues.AutoCreateQueues())
+	if !rmq.Enabled || rmq.Name != "rabbitmq" || !wantRMQ.Queues.AutoCreateQueues() {
+		t.Errorf("rabbitmq: enabled=%v name=%q", rmq.Enabled, rmq.Name)
 	}
-	sqs := cfg.Transports["sqs"]
-	if sqs.Enabled || *sqs.SQS.WaitTimeSeconds != 20 || sqs.SQS.Queues.DLQ.RetentionDays != 14 {
-		t.Errorf("sqs: enabled=%v wait=%d retention=%d", sqs.Enabled, *sqs.SQS.WaitTimeSeconds, sqs.SQS.Queues.DLQ.RetentionDays)
+	s, ok := cfg.Transports["sqs"].Kind.(*sqs.Settings)
+	if !ok || cfg.Transports["sqs"].Enabled || *s.WaitTimeSeconds != 20 || s.Queues.DLQ.RetentionDays != 14 {
+		t.Errorf("sqs: %+v", cfg.Transports["sqs"])
+	}
+	if diff := cmp.Diff([]string{"rabbitmq"}, slices.Sorted(maps.Keys(cfg.Enabled()))); diff != "" {
+		t.Errorf("enabled (-want +got):\n%s", diff)
 	}
 	if diff := cmp.Diff([]string{"rabbitmq", "sqs"}, cfg.TransportNames()); diff != "" {
 		t.Errorf("names (-want +got):\n%s", diff)
@@ -48,8 +57,8 @@ func TestParseErrorsNameTheKey(t *testing.T) {
 		{"unknown top-level key", "sidecarImag: x", `unknown field "sidecarImag"`},
 		{"unknown transport key", "transports: {r: {type: rabbitmq, enable: true, config: {host: h}}}", `unknown field "enable"`},
 		{"unknown config key", "transports: {r: {type: rabbitmq, config: {host: h, hots: x}}}", `transports.r.config: unknown field "hots"`},
-		{"missing type", "transports: {r: {config: {host: h}}}", "transports.r.type: required"},
-		{"unknown type", "transports: {r: {type: kafka}}", `transports.r.type: unknown transport type "kafka"`},
+		{"missing type", "transports: {r: {config: {host: h}}}", "transports.r.type: required (rabbitmq or sqs)"},
+		{"unknown type", "transports: {r: {type: kafka}}", `transports.r.type: unknown transport type "kafka" (want rabbitmq or sqs)`},
 		{"rabbitmq without host", "transports: {r: {type: rabbitmq}}", "transports.r.config.host: required"},
 		{"bad port", "transports: {r: {type: rabbitmq, config: {host: h, port: 70000}}}", "transports.r.config.port: 70000"},
 		{"half a secret ref", "transports: {r: {type: rabbitmq, config: {host: h, passwordSecretRef: {name: s}}}}", "transports.r.config.passwordSecretRef: needs both"},
@@ -82,31 +91,15 @@ transports:
 	if err != nil {
 		t.Fatal(err)
 	}
-	tests := map[string][]SecretKeyRef{
+	tests := map[string][]transport.SecretKeyRef{
 		"r":     {{Name: "mq", Key: "pw"}},
 		"s":     {{Name: "aws", Key: "id"}, {Name: "aws", Key: "secret"}},
 		"plain": nil,
+		"none":  nil,
 	}
 	for name, want := range tests {
 		if diff := cmp.Diff(want, cfg.Transports[name].SecretRefs()); diff != "" {
 			t.Errorf("%s (-want +got):\n%s", name, diff)
-		}
-	}
-}
-
-func TestVisibilityTimeoutFor(t *testing.T) {
-	tests := []struct {
-		configured, processing, want int32
-	}{
-		{0, 300, 600},
-		{90, 300, 90},
-		{0, 0, 600},
-		{0, 30000, MaxVisibilityTimeout},
-	}
-	for _, tt := range tests {
-		s := &SQS{VisibilityTimeout: tt.configured}
-		if got := s.VisibilityTimeoutFor(tt.processing); got != tt.want {
-			t.Errorf("configured %d, processing %d: got %d, want %d", tt.configured, tt.processing, got, tt.want)
 		}
 	}
 }

@@ -29,8 +29,8 @@ func FuzzParse(f *testing.F) {
 			if tr.Name != name {
 				t.Fatalf("transport %q has name %q", name, tr.Name)
 			}
-			if (tr.RabbitMQ == nil) == (tr.SQS == nil) {
-				t.Fatalf("transport %q: exactly one of rabbitmq and sqs must be set: %+v", name, tr)
+			if tr.Kind == nil || kinds[tr.Kind.Type()] == nil {
+				t.Fatalf("transport %q has no registered kind: %+v", name, tr)
 			}
 			_ = tr.SecretRefs()
 		}

@@ -59,7 +59,7 @@ func Kept(c Claim) (status.QueueState, bool) {
 
 // Delete deletes the queue, messages and all. Ready in the result means
 // it is confirmed gone.
-func Delete(ctx context.Context, broker transport.Transport, q transport.Queue) status.QueueState {
+func Delete(ctx context.Context, broker transport.Broker, q transport.Queue) status.QueueState {
 	ctx, cancel := context.WithTimeout(ctx, transport.DefaultTimeout)
 	defer cancel()
 	if err := broker.Delete(ctx, q); err != nil {

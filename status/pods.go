@@ -8,12 +8,8 @@ import (
 	"unicode/utf8"
 
 	corev1 "k8s.io/api/core/v1"
-)
 
-// Container names the hook injects or requires (SPEC §5).
-const (
-	runtimeContainer = "asya-runtime"
-	sidecarContainer = "asya-sidecar"
+	"github.com/asya-sh/asya-sync/api/v1alpha1"
 )
 
 // podErrorOrder ranks the statuses a pod problem leads to, as SPEC §7
@@ -214,9 +210,9 @@ func crashStatus(container string, init bool) string {
 	switch {
 	case init:
 		return WorkloadError
-	case container == runtimeContainer:
+	case container == v1alpha1.RuntimeContainer:
 		return RuntimeError
-	case container == sidecarContainer:
+	case container == v1alpha1.SidecarContainer:
 		return SidecarError
 	}
 	return WorkloadError

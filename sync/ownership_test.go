@@ -46,7 +46,7 @@ transports:
 	if err != nil {
 		t.Fatal(err)
 	}
-	set, err := transport.Open(cfg, transport.Options{})
+	set, err := transport.Open(cfg.Enabled(), cfg.QueueCacheTTL.Duration, transport.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -11,6 +11,7 @@ import (
 	"github.com/asya-sh/asya-sync/api/v1alpha1"
 	"github.com/asya-sh/asya-sync/children"
 	"github.com/asya-sh/asya-sync/config"
+	"github.com/asya-sh/asya-sync/transport/rabbitmq"
 )
 
 func TestPodSecurityProblems(t *testing.T) {
@@ -59,7 +60,7 @@ func TestPodSecurityProblems(t *testing.T) {
 			actor.Spec.Sidecar.SecurityContext = tt.sidecar
 			actor.Spec = actor.Spec.WithDefaults()
 			tmpl := children.PodTemplate(children.Input{Actor: actor, SidecarSecurityContext: config.DefaultSidecarSecurityContext(),
-				Transport: config.Transport{Name: "mq", Type: "rabbitmq", RabbitMQ: &config.RabbitMQ{}}})
+				Transport: config.Transport{Name: "mq", Kind: &rabbitmq.Settings{}}})
 			got := podSecurityProblems(tt.ns, tmpl)
 			if len(tt.want) == 0 {
 				if len(got) != 0 {

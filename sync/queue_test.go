@@ -24,7 +24,7 @@ func rabbitHandler(t *testing.T, port int) *Handler {
 	if err != nil {
 		t.Fatal(err)
 	}
-	set, err := transport.Open(cfg, transport.Options{})
+	set, err := transport.Open(cfg.Enabled(), cfg.QueueCacheTTL.Duration, transport.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -83,7 +83,7 @@ func (h *Handler) ensureQueue(ctx context.Context, a *assessment) (status.QueueS
 
 // broker is the broker of the actor's transport. Without one (ok false)
 // the state says why: a broker that is not open, or none wanted (render).
-func (h *Handler) broker(a *assessment) (broker transport.Transport, state status.QueueState, ok bool) {
+func (h *Handler) broker(a *assessment) (broker transport.Broker, state status.QueueState, ok bool) {
 	if h.Transports == nil {
 		return nil, status.QueueState{Ready: true}, false
 	}

@@ -22,7 +22,7 @@ func validate(name string, spec v1alpha1.AsyncActorSpec, t config.Transport) []s
 	problems = append(problems, validateVolumes(spec.Workload.Template.Spec)...)
 	problems = append(problems, validateRanges(spec)...)
 	problems = append(problems, validateAdvanced(spec.Scaling.Advanced)...)
-	if t.SQS != nil && t.SQS.ActorRoleArn != "" && spec.Workload.Template.Spec.ServiceAccountName != "" {
+	if t.Kind.PodRole() != "" && spec.Workload.Template.Spec.ServiceAccountName != "" {
 		problems = append(problems, fmt.Sprintf(
 			"%s.serviceAccountName: must be empty with transport %q: pods run as the IRSA ServiceAccount %s",
 			templatePath, t.Name, children.ServiceAccountName(name)))
@@ -35,19 +35,19 @@ func validateContainers(pod corev1.PodSpec) []string {
 	runtimes := 0
 	for i, c := range pod.Containers {
 		switch c.Name {
-		case children.RuntimeContainer:
+		case v1alpha1.RuntimeContainer:
 			runtimes++
 			if len(c.Command) > 0 {
 				problems = append(problems, fmt.Sprintf(
 					"%s.containers[%d] (asya-runtime): command must not be set: asya-sync runs the runtime script", templatePath, i))
 			}
-		case children.SidecarContainer:
+		case v1alpha1.SidecarContainer:
 			problems = append(problems, fmt.Sprintf(
 				"%s.containers[%d]: the name asya-sidecar is reserved for the injected sidecar", templatePath, i))
 		}
 	}
 	for i, c := range pod.InitContainers {
-		if c.Name == children.SidecarContainer {
+		if c.Name == v1alpha1.SidecarContainer {
 			problems = append(problems, fmt.Sprintf(
 				"%s.initContainers[%d]: the name asya-sidecar is reserved for the injected sidecar", templatePath, i))
 		}

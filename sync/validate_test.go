@@ -9,12 +9,14 @@ import (
 
 	"github.com/asya-sh/asya-sync/api/v1alpha1"
 	"github.com/asya-sh/asya-sync/config"
+	"github.com/asya-sh/asya-sync/transport/rabbitmq"
+	"github.com/asya-sh/asya-sync/transport/sqs"
 )
 
 func TestValidate(t *testing.T) {
 	runtime := corev1.Container{Name: "asya-runtime", Image: "python:3.12"}
-	rabbit := config.Transport{Name: "mq", Type: "rabbitmq", Enabled: true, RabbitMQ: &config.RabbitMQ{}}
-	irsa := config.Transport{Name: "aws", Type: "sqs", Enabled: true, SQS: &config.SQS{ActorRoleArn: "arn:aws:iam::1:role/r"}}
+	rabbit := config.Transport{Name: "mq", Enabled: true, Kind: &rabbitmq.Settings{}}
+	irsa := config.Transport{Name: "aws", Enabled: true, Kind: &sqs.Settings{ActorRoleArn: "arn:aws:iam::1:role/r"}}
 	tests := []struct {
 		name      string
 		edit      func(*v1alpha1.AsyncActorSpec)

@@ -18,7 +18,7 @@ import (
 // busy actor's status changing as fast as Metacontroller can write it.
 // Delete always reaches the broker.
 type Cached struct {
-	inner  Transport
+	inner  Broker
 	ttl    time.Duration
 	now    func() time.Time
 	flight singleflight.Group
@@ -47,7 +47,7 @@ type countedQueue struct {
 const CountsTTL = 30 * time.Second
 
 // NewCached wraps inner; a TTL of zero or less turns caching off.
-func NewCached(inner Transport, ttl time.Duration, now func() time.Time) *Cached {
+func NewCached(inner Broker, ttl time.Duration, now func() time.Time) *Cached {
 	if now == nil {
 		now = time.Now
 	}

@@ -67,7 +67,7 @@ func (m *Metrics) Collect(ch chan<- prometheus.Metric) {
 
 // instrument wraps the broker of the named transport so that its
 // operations are measured and its state reported.
-func (m *Metrics) instrument(name string, broker Transport) Transport {
+func (m *Metrics) instrument(name string, broker Broker) Broker {
 	t := &instrumented{inner: broker, name: name, operations: m.operations.MustCurryWith(prometheus.Labels{"transport": name})}
 	m.mu.Lock()
 	m.transports = append(m.transports, t)
@@ -87,17 +87,17 @@ func (m *Metrics) cacheLookups(name string) func(hit bool) {
 	}
 }
 
-// connectionReporter is a transport with a connection of its own, whose
+// ConnectionReporter is a broker with a connection of its own, whose
 // state says whether the broker is reachable.
-type connectionReporter interface {
-	// connected reports whether the connection is open; known is false
+type ConnectionReporter interface {
+	// Connected reports whether the connection is open; known is false
 	// before the first attempt and after Close.
-	connected() (up, known bool)
+	Connected() (up, known bool)
 }
 
 // instrumented measures each operation of the transport it wraps.
 type instrumented struct {
-	inner      Transport
+	inner      Broker
 	name       string
 	operations prometheus.ObserverVec
 
@@ -154,11 +154,8 @@ func (t *instrumented) reachable() (up, known bool) {
 	if t.closed {
 		return false, false
 	}
-	if c, ok := t.inner.(connectionReporter); ok {
-		return c.connected()
+	if c, ok := t.inner.(ConnectionReporter); ok {
+		return c.Connected()
 	}
 	return t.answered, t.used
 }
-
-// connected reports the state of the AMQP connection.
-func (r *RabbitMQ) connected() (up, known bool) { return r.conn.state() }

@@ -1,4 +1,4 @@
-package transport
+package transport_test
 
 import (
 	"fmt"
@@ -8,41 +8,34 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/asya-sh/asya-sync/config"
 	"github.com/asya-sh/asya-sync/internal/testenv"
+	"github.com/asya-sh/asya-sync/transport"
 )
 
 func TestMetricsOfOperationsCacheAndBrokerState(t *testing.T) {
 	t.Parallel()
-	needRabbitMQ(t)
-	needSQS(t)
-	mq := rabbitConfig(t)
-	id := runID + "-metrics"
-	cfg, err := config.Parse(fmt.Appendf(nil, `
+	testenv.NeedRabbitMQ(t)
+	testenv.NeedSQS(t)
+	mq := testenv.NewRabbitLogin(t)
+	id := testenv.RunID + "-metrics"
+	reg := prometheus.NewRegistry()
+	set := openConfig(t, fmt.Sprintf(`
 queueCacheTTL: 1m
 transports:
-  mq-%[1]s: {type: rabbitmq, config: {host: %[2]s, port: %[3]d, username: %[4]s, passwordFile: %[5]s, exchange: %[6]s}}
-  mq-down-%[1]s: {type: rabbitmq, config: {host: 127.0.0.1, port: %[7]d}}
-  sqs-%[1]s: {type: sqs, config: {region: us-east-1, accountId: "000000000000", endpoint: %[8]s}}
-  sqs-down-%[1]s: {type: sqs, config: {region: us-east-1, accountId: "000000000000", endpoint: "http://127.0.0.1:%[9]d"}}
-`, id, mq.Host, mq.Port, mq.Username, mq.PasswordFile, testExchange, testenv.ClosedPort(t), sqsEndpoint, testenv.ClosedPort(t)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	reg := prometheus.NewRegistry()
-	set, err := Open(cfg, Options{Now: newFakeClock().Now, Metrics: NewMetrics(reg)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer set.Close()
+  mq-%[1]s: {type: rabbitmq, config: {host: %[2]s, port: %[3]d, username: %[4]s, passwordFile: %[5]s}}
+  mq-down-%[1]s: {type: rabbitmq, config: {host: 127.0.0.1, port: %[6]d}}
+  sqs-%[1]s: {type: sqs, config: {region: us-east-1, accountId: "000000000000", endpoint: %[7]s}}
+  sqs-down-%[1]s: {type: sqs, config: {region: us-east-1, accountId: "000000000000", endpoint: "http://127.0.0.1:%[8]d"}}
+`, id, mq.Host, mq.Port, mq.Username, mq.PasswordFile, testenv.ClosedPort(t), testenv.SQSEndpoint(), testenv.ClosedPort(t)),
+		transport.Options{Now: testenv.NewFakeClock().Now, Metrics: transport.NewMetrics(reg)})
 	if got := testenv.Metrics(t, reg); got["asya_sync_broker_up"] != nil {
 		t.Errorf("broker state reported before any broker was used: %v", got["asya_sync_broker_up"])
 	}
 
-	ctx := testContext(t)
+	ctx := testenv.Context(t)
 	for _, kind := range []string{"mq", "sqs"} {
 		broker, _ := set.Get(kind + "-" + id)
-		q := Queue{Actor: actorName("metrics"), ProcessingTimeout: 30}
+		q := transport.Queue{Actor: testenv.ActorName("metrics"), ProcessingTimeout: 30}
 		for range 2 {
 			if err := broker.Ensure(ctx, q); err != nil {
 				t.Fatalf("%s: %v", kind, err)
@@ -52,7 +45,9 @@ transports:
 			t.Fatalf("%s: %v", kind, err)
 		}
 		down, _ := set.Get(kind + "-down-" + id)
-		wantReason(t, down.Ensure(ctx, q), ReasonBrokerUnavailable)
+		if te := transport.AsError(down.Ensure(ctx, q)); te == nil || te.Reason != transport.ReasonBrokerUnavailable {
+			t.Errorf("%s down: error %v, want %s", kind, te, transport.ReasonBrokerUnavailable)
+		}
 	}
 
 	got := testenv.Metrics(t, reg)

@@ -1,13 +1,11 @@
 package transport
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"net/http"
+	"sort"
 	"time"
-
-	"github.com/asya-sh/asya-sync/config"
 )
 
 // Options tune Open; the zero value is right for the service.
@@ -22,58 +20,56 @@ type Options struct {
 	Metrics *Metrics
 }
 
-// Set holds one Transport per enabled configured transport, each behind
-// the ensure cache. A disabled transport gets none: it has no queues to
+// Set holds one Broker per enabled configured transport, each behind the
+// ensure cache. A disabled transport gets none: it has no queues to
 // manage, not even to delete (SPEC §6).
 type Set struct {
-	byName map[string]Transport
+	byName map[string]Broker
 }
 
 var _ Lookup = Set{}
 
-// Open builds the transports. It connects to no broker: RabbitMQ connects
-// on first use, SQS needs no connection.
-func Open(cfg *config.Config, opts Options) (Set, error) {
-	set := Set{byName: map[string]Transport{}}
-	for _, name := range cfg.TransportNames() {
-		t := cfg.Transports[name]
-		if !t.Enabled {
-			continue
-		}
-		broker, err := openOne(t, opts)
+// Open builds the brokers of the enabled transports, given by name, each
+// behind an ensure cache of the given TTL. It connects to no broker: each
+// kind connects on first use.
+func Open(enabled map[string]Kind, cacheTTL time.Duration, opts Options) (Set, error) {
+	set := Set{byName: map[string]Broker{}}
+	names := make([]string, 0, len(enabled))
+	for name := range enabled {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		broker, err := enabled[name].Open(name, opts)
 		if err != nil {
 			_ = set.Close()
-			return Set{}, err
+			return Set{}, fmt.Errorf("transport %s: %w", name, err)
 		}
-		if opts.Metrics != nil {
-			broker = opts.Metrics.instrument(name, broker)
-		}
-		cached := NewCached(broker, cfg.QueueCacheTTL.Duration, opts.Now)
-		if opts.Metrics != nil {
-			cached.Lookups = opts.Metrics.cacheLookups(name)
-		}
-		set.byName[name] = cached
+		set.byName[name] = opts.wrap(name, broker, cacheTTL)
 	}
 	return set, nil
 }
 
-func openOne(t config.Transport, opts Options) (Transport, error) {
-	switch {
-	case t.RabbitMQ != nil:
-		return NewRabbitMQ(t.Name, *t.RabbitMQ, opts.HTTPClient), nil
-	case t.SQS != nil:
-		return NewSQS(context.Background(), t.Name, *t.SQS, opts.HTTPClient)
+// wrap puts the broker behind the ensure cache, measured if asked to.
+func (opts Options) wrap(name string, broker Broker, cacheTTL time.Duration) *Cached {
+	if opts.Metrics != nil {
+		broker = opts.Metrics.instrument(name, broker)
 	}
-	return nil, fmt.Errorf("transport %s: type %q has no implementation", t.Name, t.Type)
+	cached := NewCached(broker, cacheTTL, opts.Now)
+	if opts.Metrics != nil {
+		cached.Lookups = opts.Metrics.cacheLookups(name)
+	}
+	return cached
 }
 
-// Get returns the transport configured under name, if it is enabled.
-func (s Set) Get(name string) (Transport, bool) {
+// Get returns the broker of the transport configured under name, if it is
+// enabled.
+func (s Set) Get(name string) (Broker, bool) {
 	t, ok := s.byName[name]
 	return t, ok
 }
 
-// Close closes every transport.
+// Close closes every broker.
 func (s Set) Close() error {
 	var errs []error
 	for _, t := range s.byName {

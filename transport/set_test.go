@@ -1,37 +1,52 @@
-package transport
+package transport_test
 
 import (
 	"context"
 	"fmt"
+	"os"
 	"testing"
 	"time"
 
 	"github.com/asya-sh/asya-sync/config"
+	"github.com/asya-sh/asya-sync/internal/testenv"
+	"github.com/asya-sh/asya-sync/transport"
 )
+
+func TestMain(m *testing.M) {
+	testenv.UseTestAWSCredentials()
+	os.Exit(m.Run())
+}
+
+// openConfig parses the configuration and opens its enabled transports,
+// closed after the test.
+func openConfig(t *testing.T, yaml string, opts transport.Options) transport.Set {
+	t.Helper()
+	cfg, err := config.Parse([]byte(yaml))
+	if err != nil {
+		t.Fatal(err)
+	}
+	set, err := transport.Open(cfg.Enabled(), cfg.QueueCacheTTL.Duration, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { set.Close() })
+	return set
+}
 
 func TestOpenBuildsOneCachedTransportPerEnabledTransport(t *testing.T) {
 	t.Parallel()
-	needRabbitManagement(t)
-	needSQS(t)
-	mq := rabbitConfig(t)
-	a, b := "mq-a-"+runID, "mq-b-"+runID
-	cfg, err := config.Parse(fmt.Appendf(nil, `
+	testenv.NeedRabbitManagement(t)
+	testenv.NeedSQS(t)
+	mq := testenv.NewRabbitLogin(t)
+	a, b := "mq-a-"+testenv.RunID, "mq-b-"+testenv.RunID
+	set := openConfig(t, fmt.Sprintf(`
 queueCacheTTL: 1m
 transports:
-  %[1]s: {type: rabbitmq, config: {host: %[3]s, port: %[4]d, username: %[5]s, passwordFile: %[6]s, exchange: %[7]s}}
-  %[2]s: {type: rabbitmq, config: {host: %[3]s, port: %[4]d, username: %[5]s, passwordFile: %[6]s, exchange: %[7]s, queues: {dlq: {enabled: true}}}}
-  sqs: {type: sqs, config: {region: us-east-1, accountId: "000000000000", endpoint: %[8]s}}
+  %[1]s: {type: rabbitmq, config: {host: %[3]s, port: %[4]d, username: %[5]s, passwordFile: %[6]s}}
+  %[2]s: {type: rabbitmq, config: {host: %[3]s, port: %[4]d, username: %[5]s, passwordFile: %[6]s, queues: {dlq: {enabled: true}}}}
+  sqs: {type: sqs, config: {region: us-east-1, accountId: "000000000000", endpoint: %[7]s}}
   off: {type: rabbitmq, enabled: false, config: {host: 127.0.0.1}}
-`, a, b, mq.Host, mq.Port, mq.Username, mq.PasswordFile, testExchange, sqsEndpoint))
-	if err != nil {
-		t.Fatal(err)
-	}
-	clock := newFakeClock()
-	set, err := Open(cfg, Options{Now: clock.Now})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer set.Close()
+`, a, b, mq.Host, mq.Port, mq.Username, mq.PasswordFile, testenv.SQSEndpoint()), transport.Options{Now: testenv.NewFakeClock().Now})
 
 	if _, ok := set.Get("off"); ok {
 		t.Error("a disabled transport was opened")
@@ -39,16 +54,16 @@ transports:
 	if _, ok := set.Get("unknown"); ok {
 		t.Error("Get of an unknown transport succeeded")
 	}
-	ctx := testContext(t)
+	ctx := testenv.Context(t)
 	for _, name := range []string{a, b, "sqs"} {
 		broker, ok := set.Get(name)
 		if !ok {
 			t.Fatalf("transport %s missing", name)
 		}
-		if _, cached := broker.(*Cached); !cached {
+		if _, cached := broker.(*transport.Cached); !cached {
 			t.Errorf("transport %s is %T, want it behind the cache", name, broker)
 		}
-		q := Queue{Actor: actorName("set"), ProcessingTimeout: 30}
+		q := transport.Queue{Actor: testenv.ActorName("set"), ProcessingTimeout: 30}
 		t.Cleanup(func() { _ = broker.Delete(context.Background(), q) })
 		if err := broker.Ensure(ctx, q); err != nil {
 			t.Fatalf("%s: %v", name, err)
@@ -59,8 +74,8 @@ transports:
 	}
 	// Each RabbitMQ transport has a connection of its own.
 	for _, name := range []string{a, b} {
-		eventually(t, 10*time.Second, "one connection for "+name, func() bool {
-			return brokerConnections(t, "asya-sync/"+name) == 1
+		testenv.Eventually(t, 10*time.Second, "one connection for "+name, func() bool {
+			return testenv.BrokerConnections(t, "asya-sync/"+name) == 1
 		})
 	}
 }

@@ -1,8 +1,9 @@
 // Package transport is the only place asya-sync does IO besides HTTP: it
 // ensures, deletes and counts actor queues on the configured brokers. The
-// contract the rest of the service sees is in this file; rabbitmq.go and
-// sqs.go implement it, cache.go spares the brokers repeated ensures, and
-// set.go opens one of each per configured transport.
+// contract the rest of the service sees is in this file and kind.go; the
+// packages below (rabbitmq, sqs) implement it, one per kind of transport,
+// cache.go spares the brokers repeated ensures, and set.go opens one
+// broker per configured transport.
 package transport
 
 import (
@@ -28,6 +29,9 @@ type Queue struct {
 // Name is the queue's name on the broker.
 func (q Queue) Name() string { return v1alpha1.QueueName(q.Actor) }
 
+// DLQName is the name of the queue's dead-letter queue on the broker.
+func (q Queue) DLQName() string { return q.Name() + "-dlq" }
+
 // QueueOf is the queue of an actor, with the settings that shape it.
 func QueueOf(actor *v1alpha1.AsyncActor) Queue {
 	return Queue{Actor: actor.Name, Namespace: actor.Namespace, ProcessingTimeout: actor.Spec.Timeout.Processing}
@@ -39,9 +43,9 @@ type Counts struct {
 	Processing *int64
 }
 
-// Transport manages queues on one configured broker. Implementations are
+// Broker manages queues on one configured broker. Implementations are
 // safe for concurrent use and idempotent.
-type Transport interface {
+type Broker interface {
 	// Ensure makes the queue exist with the configured settings, or, with
 	// autoCreate off, checks that it exists. It never deletes a queue.
 	Ensure(ctx context.Context, q Queue) error
@@ -100,12 +104,12 @@ const DefaultTimeout = 5 * time.Second
 
 // Lookup finds the broker of a configured transport by name.
 type Lookup interface {
-	Get(name string) (Transport, bool)
+	Get(name string) (Broker, bool)
 }
 
 // Find returns the broker of the named transport, or a BrokerUnavailable
 // error when none is open for it.
-func Find(l Lookup, name string) (Transport, *Error) {
+func Find(l Lookup, name string) (Broker, *Error) {
 	if broker, ok := l.Get(name); ok {
 		return broker, nil
 	}

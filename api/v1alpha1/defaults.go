@@ -63,3 +63,10 @@ func QueueName(actor string) string { return "asya-" + actor }
 // HPAName is the HorizontalPodAutoscaler KEDA creates for the actor's
 // ScaledObject: KEDA's convention.
 func HPAName(actor string) string { return "keda-hpa-" + actor }
+
+// Container names of the actor's pods (SPEC §5): the user's container
+// that runs the handler, and the sidecar asya-sync injects.
+const (
+	RuntimeContainer = "asya-runtime"
+	SidecarContainer = "asya-sidecar"
+)

@@ -443,7 +443,7 @@ transports:
 	if err != nil {
 		t.Fatal(err)
 	}
-	brokers, err := transport.Open(cfg, transport.Options{})
+	brokers, err := transport.Open(cfg.Enabled(), cfg.QueueCacheTTL.Duration, transport.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

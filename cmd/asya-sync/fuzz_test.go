@@ -106,7 +106,7 @@ func newFuzzHandler(f *testing.F) http.Handler {
 // acceptAll is a broker on which every queue exists and is empty.
 type acceptAll struct{}
 
-func (acceptAll) Get(string) (transport.Transport, bool)        { return acceptAll{}, true }
+func (acceptAll) Get(string) (transport.Broker, bool)           { return acceptAll{}, true }
 func (acceptAll) Ensure(context.Context, transport.Queue) error { return nil }
 func (acceptAll) Delete(context.Context, transport.Queue) error { return nil }
 func (acceptAll) Counts(context.Context, transport.Queue) (transport.Counts, error) {

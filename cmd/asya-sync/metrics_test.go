@@ -109,7 +109,7 @@ func TestServedMetrics(t *testing.T) {
 	}
 	m := newMetrics()
 	m.addServiceMetrics(15*time.Second, time.Minute)
-	brokers, err := transport.Open(cfg, transport.Options{Metrics: transport.NewMetrics(m.registry)})
+	brokers, err := transport.Open(cfg.Enabled(), cfg.QueueCacheTTL.Duration, transport.Options{Metrics: transport.NewMetrics(m.registry)})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -54,7 +54,7 @@ func runServe(args []string) error {
 	}
 	m := newMetrics()
 	m.addServiceMetrics(*hookTimeout, *actorWindow)
-	brokers, err := transport.Open(cfg, transport.Options{Metrics: transport.NewMetrics(m.registry)})
+	brokers, err := transport.Open(cfg.Enabled(), cfg.QueueCacheTTL.Duration, transport.Options{Metrics: transport.NewMetrics(m.registry)})
 	if err != nil {
 		return err
 	}

@@ -161,7 +161,7 @@ func post(t *testing.T, url, body string) (int, map[string]any) {
 // noBrokers has no open broker for any transport.
 type noBrokers struct{}
 
-func (noBrokers) Get(string) (transport.Transport, bool) { return nil, false }
+func (noBrokers) Get(string) (transport.Broker, bool) { return nil, false }
 
 func TestSyncWhileFinalizingTearsDown(t *testing.T) {
 	ts := newTestServer(t, 1<<20)

@@ -57,7 +57,7 @@ func (b *Broker) record(op string, q transport.Queue) {
 }
 
 // Get implements transport.Lookup.
-func (b *Broker) Get(string) (transport.Transport, bool) { return b, true }
+func (b *Broker) Get(string) (transport.Broker, bool) { return b, true }
 
 func (b *Broker) Ensure(_ context.Context, q transport.Queue) error {
 	b.record("ensure", q)

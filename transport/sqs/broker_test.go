@@ -1,30 +1,55 @@
-package transport
+package sqs
 
 import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"os"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	awssqs "github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 	"github.com/aws/smithy-go"
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/asya-sh/asya-sync/api/v1alpha1"
-	"github.com/asya-sh/asya-sync/config"
 	"github.com/asya-sh/asya-sync/internal/testenv"
+	"github.com/asya-sh/asya-sync/transport"
 )
 
-func sqsConfig(change ...func(*config.SQS)) config.SQS {
+func TestMain(m *testing.M) {
+	testenv.UseTestAWSCredentials()
+	os.Exit(m.Run())
+}
+
+// wantReason fails unless err is a transport Error with that reason.
+func wantReason(t *testing.T, err error, reason string) *transport.Error {
+	t.Helper()
+	te := transport.AsError(err)
+	if te == nil || te.Reason != reason {
+		t.Fatalf("error = %v, want reason %s", err, reason)
+	}
+	return te
+}
+
+// deref shows an unknown count as -1.
+func deref(p *int64) string {
+	if p == nil {
+		return "-1"
+	}
+	return fmt.Sprint(*p)
+}
+
+func sqsConfig(change ...func(*Settings)) Settings {
 	wait := int32(20)
-	cfg := config.SQS{
-		Region: "us-east-1", AccountID: "000000000000", Endpoint: sqsEndpoint,
+	cfg := Settings{
+		Region: "us-east-1", AccountID: "000000000000", Endpoint: testenv.SQSEndpoint(),
 		WaitTimeSeconds: &wait, Tags: map[string]string{"team": "ml"},
-		Queues: config.Queues{DLQ: config.DLQ{MaxRetryCount: 3, RetentionDays: 14}},
+		Queues: transport.Queues{DLQ: transport.DLQ{MaxRetryCount: 3, RetentionDays: 14}},
 	}
 	for _, c := range change {
 		c(&cfg)
@@ -32,12 +57,12 @@ func sqsConfig(change ...func(*config.SQS)) config.SQS {
 	return cfg
 }
 
-func withSQSDLQ(c *config.SQS) { c.Queues.DLQ.Enabled = true }
+func withSQSDLQ(c *Settings) { c.Queues.DLQ.Enabled = true }
 
-func newSQS(t *testing.T, change ...func(*config.SQS)) *SQS {
+func newSQS(t *testing.T, change ...func(*Settings)) *Broker {
 	t.Helper()
-	needSQS(t)
-	s, err := NewSQS(context.Background(), "sqs-test", sqsConfig(change...), nil)
+	testenv.NeedSQS(t)
+	s, err := New(context.Background(), "sqs-test", sqsConfig(change...), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -45,22 +70,22 @@ func newSQS(t *testing.T, change ...func(*config.SQS)) *SQS {
 }
 
 // cleanupSQSQueues deletes the actor's queues at the end of the test.
-func cleanupSQSQueues(t *testing.T, s *SQS, actor string) {
+func cleanupSQSQueues(t *testing.T, s *Broker, actor string) {
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
-		_ = s.Delete(ctx, Queue{Actor: actor})
+		_ = s.Delete(ctx, transport.Queue{Actor: actor})
 	})
 }
 
-func sqsAttributes(t *testing.T, s *SQS, queue string) map[string]string {
+func sqsAttributes(t *testing.T, s *Broker, queue string) map[string]string {
 	t.Helper()
-	ctx := testContext(t)
+	ctx := testenv.Context(t)
 	url, err := s.queueURL(ctx, queue)
 	if err != nil {
 		t.Fatal(err)
 	}
-	out, err := s.client.GetQueueAttributes(ctx, &sqs.GetQueueAttributesInput{
+	out, err := s.client.GetQueueAttributes(ctx, &awssqs.GetQueueAttributesInput{
 		QueueUrl: &url, AttributeNames: []types.QueueAttributeName{types.QueueAttributeNameAll}})
 	if err != nil {
 		t.Fatal(err)
@@ -68,28 +93,28 @@ func sqsAttributes(t *testing.T, s *SQS, queue string) map[string]string {
 	return out.Attributes
 }
 
-func sqsTags(t *testing.T, s *SQS, queue string) map[string]string {
+func sqsTags(t *testing.T, s *Broker, queue string) map[string]string {
 	t.Helper()
-	ctx := testContext(t)
+	ctx := testenv.Context(t)
 	url, err := s.queueURL(ctx, queue)
 	if err != nil {
 		t.Fatal(err)
 	}
-	out, err := s.client.ListQueueTags(ctx, &sqs.ListQueueTagsInput{QueueUrl: &url})
+	out, err := s.client.ListQueueTags(ctx, &awssqs.ListQueueTagsInput{QueueUrl: &url})
 	if err != nil {
 		t.Fatal(err)
 	}
 	return out.Tags
 }
 
-func sendSQS(t *testing.T, s *SQS, queue, body string) {
+func sendSQS(t *testing.T, s *Broker, queue, body string) {
 	t.Helper()
-	ctx := testContext(t)
+	ctx := testenv.Context(t)
 	url, err := s.queueURL(ctx, queue)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.client.SendMessage(ctx, &sqs.SendMessageInput{QueueUrl: &url, MessageBody: &body}); err != nil {
+	if _, err := s.client.SendMessage(ctx, &awssqs.SendMessageInput{QueueUrl: &url, MessageBody: &body}); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -98,24 +123,24 @@ func TestSQSEnsureCreatesQueueWithAttributesAndTags(t *testing.T) {
 	t.Parallel()
 	tests := []struct {
 		name           string
-		change         func(*config.SQS)
+		change         func(*Settings)
 		processing     int32
 		wantVisibility string
 		wantDLQ        bool
 	}{
-		{"twice the processing timeout", func(*config.SQS) {}, 45, "90", false},
-		{"default processing timeout", func(*config.SQS) {}, 0, "600", false},
-		{"configured visibility timeout", func(c *config.SQS) { c.VisibilityTimeout = 77 }, 45, "77", false},
+		{"twice the processing timeout", func(*Settings) {}, 45, "90", false},
+		{"default processing timeout", func(*Settings) {}, 0, "600", false},
+		{"configured visibility timeout", func(c *Settings) { c.VisibilityTimeout = 77 }, 45, "77", false},
 		{"with DLQ", withSQSDLQ, 45, "90", true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			s := newSQS(t, tt.change)
-			actor := actorName("sqs")
+			actor := testenv.ActorName("sqs")
 			cleanupSQSQueues(t, s, actor)
-			q := Queue{Actor: actor, Namespace: "team-a", ProcessingTimeout: tt.processing}
-			if err := s.Ensure(testContext(t), q); err != nil {
+			q := transport.Queue{Actor: actor, Namespace: "team-a", ProcessingTimeout: tt.processing}
+			if err := s.Ensure(testenv.Context(t), q); err != nil {
 				t.Fatal(err)
 			}
 
@@ -134,7 +159,7 @@ func TestSQSEnsureCreatesQueueWithAttributesAndTags(t *testing.T) {
 				}
 				return
 			}
-			dlq := sqsAttributes(t, s, dlqName(actor))
+			dlq := sqsAttributes(t, s, transport.Queue{Actor: actor}.DLQName())
 			if dlq[attrRetention] != "1209600" {
 				t.Errorf("DLQ MessageRetentionPeriod = %s, want 14 days", dlq[attrRetention])
 			}
@@ -162,15 +187,15 @@ func toString(v any) string {
 func TestSQSEnsureUpdatesAttributesInPlace(t *testing.T) {
 	t.Parallel()
 	s := newSQS(t)
-	actor := actorName("sqsupdate")
+	actor := testenv.ActorName("sqsupdate")
 	cleanupSQSQueues(t, s, actor)
-	ctx := testContext(t)
-	if err := s.Ensure(ctx, Queue{Actor: actor, Namespace: "a", ProcessingTimeout: 30}); err != nil {
+	ctx := testenv.Context(t)
+	if err := s.Ensure(ctx, transport.Queue{Actor: actor, Namespace: "a", ProcessingTimeout: 30}); err != nil {
 		t.Fatal(err)
 	}
 	sendSQS(t, s, v1alpha1.QueueName(actor), "kept")
 
-	if err := s.Ensure(ctx, Queue{Actor: actor, Namespace: "b", ProcessingTimeout: 120}); err != nil {
+	if err := s.Ensure(ctx, transport.Queue{Actor: actor, Namespace: "b", ProcessingTimeout: 120}); err != nil {
 		t.Fatalf("Ensure with a new processing timeout: %v", err)
 	}
 	attrs := sqsAttributes(t, s, v1alpha1.QueueName(actor))
@@ -186,13 +211,13 @@ func TestSQSEnsureUpdatesAttributesInPlace(t *testing.T) {
 
 	// Turning the DLQ on and off again updates the redrive policy in place.
 	withDLQ := newSQS(t, withSQSDLQ)
-	if err := withDLQ.Ensure(ctx, Queue{Actor: actor, Namespace: "b", ProcessingTimeout: 120}); err != nil {
+	if err := withDLQ.Ensure(ctx, transport.Queue{Actor: actor, Namespace: "b", ProcessingTimeout: 120}); err != nil {
 		t.Fatal(err)
 	}
-	if attrs := sqsAttributes(t, s, v1alpha1.QueueName(actor)); !strings.Contains(attrs[attrRedrivePolicy], dlqName(actor)) {
+	if attrs := sqsAttributes(t, s, v1alpha1.QueueName(actor)); !strings.Contains(attrs[attrRedrivePolicy], transport.Queue{Actor: actor}.DLQName()) {
 		t.Errorf("RedrivePolicy = %q after turning the DLQ on", attrs[attrRedrivePolicy])
 	}
-	if err := s.Ensure(ctx, Queue{Actor: actor, Namespace: "b", ProcessingTimeout: 120}); err != nil {
+	if err := s.Ensure(ctx, transport.Queue{Actor: actor, Namespace: "b", ProcessingTimeout: 120}); err != nil {
 		t.Fatal(err)
 	}
 	if attrs := sqsAttributes(t, s, v1alpha1.QueueName(actor)); attrs[attrRedrivePolicy] != "" || attrs[attrReady] != "1" {
@@ -203,16 +228,16 @@ func TestSQSEnsureUpdatesAttributesInPlace(t *testing.T) {
 func TestSQSQueueDeletedRecently(t *testing.T) {
 	t.Parallel()
 	s := newSQS(t)
-	actor := actorName("sqsrecent")
-	ctx := testContext(t)
-	q := Queue{Actor: actor, ProcessingTimeout: 30}
+	actor := testenv.ActorName("sqsrecent")
+	ctx := testenv.Context(t)
+	q := transport.Queue{Actor: actor, ProcessingTimeout: 30}
 	if err := s.Ensure(ctx, q); err != nil {
 		t.Fatal(err)
 	}
 	if err := s.Delete(ctx, q); err != nil {
 		t.Fatal(err)
 	}
-	te := wantReason(t, s.Ensure(ctx, q), ReasonQueueDeletedRecently)
+	te := wantReason(t, s.Ensure(ctx, q), transport.ReasonQueueDeletedRecently)
 	if te.RetryAfter != 65*time.Second {
 		t.Errorf("RetryAfter = %v, want 65s", te.RetryAfter)
 	}
@@ -221,20 +246,20 @@ func TestSQSQueueDeletedRecently(t *testing.T) {
 
 func TestSQSAutoCreateOff(t *testing.T) {
 	t.Parallel()
-	s := newSQS(t, func(c *config.SQS) { c.Queues.AutoCreate = aws.Bool(false) })
-	actor := actorName("sqsnocreate")
-	ctx := testContext(t)
-	te := wantReason(t, s.Ensure(ctx, Queue{Actor: actor}), ReasonQueueNotFound)
+	s := newSQS(t, func(c *Settings) { c.Queues.AutoCreate = aws.Bool(false) })
+	actor := testenv.ActorName("sqsnocreate")
+	ctx := testenv.Context(t)
+	te := wantReason(t, s.Ensure(ctx, transport.Queue{Actor: actor}), transport.ReasonQueueNotFound)
 	if !strings.Contains(te.Message, "autoCreate is off") {
 		t.Errorf("message %q does not say why", te.Message)
 	}
 
 	creator := newSQS(t)
 	cleanupSQSQueues(t, creator, actor)
-	if err := creator.Ensure(ctx, Queue{Actor: actor}); err != nil {
+	if err := creator.Ensure(ctx, transport.Queue{Actor: actor}); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.Ensure(ctx, Queue{Actor: actor}); err != nil {
+	if err := s.Ensure(ctx, transport.Queue{Actor: actor}); err != nil {
 		t.Errorf("Ensure of an existing queue with autoCreate off: %v", err)
 	}
 }
@@ -242,9 +267,9 @@ func TestSQSAutoCreateOff(t *testing.T) {
 func TestSQSDeleteIsIdempotent(t *testing.T) {
 	t.Parallel()
 	s := newSQS(t, withSQSDLQ)
-	actor := actorName("sqsdelete")
-	ctx := testContext(t)
-	q := Queue{Actor: actor}
+	actor := testenv.ActorName("sqsdelete")
+	ctx := testenv.Context(t)
+	q := transport.Queue{Actor: actor}
 	if err := s.Delete(ctx, q); err != nil {
 		t.Fatalf("Delete of a queue that never existed: %v", err)
 	}
@@ -258,7 +283,7 @@ func TestSQSDeleteIsIdempotent(t *testing.T) {
 		}
 	}
 	fresh := newSQS(t) // no cached URLs
-	for _, name := range []string{q.Name(), dlqName(actor)} {
+	for _, name := range []string{q.Name(), transport.Queue{Actor: actor}.DLQName()} {
 		if _, err := fresh.queueURL(ctx, name); !isNotFound(err) {
 			t.Errorf("%s after Delete: %v, want it gone", name, err)
 		}
@@ -268,10 +293,10 @@ func TestSQSDeleteIsIdempotent(t *testing.T) {
 func TestSQSCounts(t *testing.T) {
 	t.Parallel()
 	s := newSQS(t)
-	actor := actorName("sqscounts")
+	actor := testenv.ActorName("sqscounts")
 	cleanupSQSQueues(t, s, actor)
-	ctx := testContext(t)
-	q := Queue{Actor: actor, ProcessingTimeout: 30}
+	ctx := testenv.Context(t)
+	q := transport.Queue{Actor: actor, ProcessingTimeout: 30}
 	if err := s.Ensure(ctx, q); err != nil {
 		t.Fatal(err)
 	}
@@ -279,7 +304,7 @@ func TestSQSCounts(t *testing.T) {
 		sendSQS(t, s, q.Name(), "m")
 	}
 	url, _ := s.queueURL(ctx, q.Name())
-	if _, err := s.client.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{QueueUrl: &url, MaxNumberOfMessages: 1}); err != nil {
+	if _, err := s.client.ReceiveMessage(ctx, &awssqs.ReceiveMessageInput{QueueUrl: &url, MaxNumberOfMessages: 1}); err != nil {
 		t.Fatal(err)
 	}
 	counts, err := s.Counts(ctx, q)
@@ -292,14 +317,14 @@ func TestSQSCounts(t *testing.T) {
 		t.Errorf("queued/processing = %s, want 2/1", got)
 	}
 
-	_, err = s.Counts(ctx, Queue{Actor: actorName("sqsnocounts")})
-	wantReason(t, err, ReasonQueueNotFound)
+	_, err = s.Counts(ctx, transport.Queue{Actor: testenv.ActorName("sqsnocounts")})
+	wantReason(t, err, transport.ReasonQueueNotFound)
 }
 
 func TestSQSUnreachableEndpoint(t *testing.T) {
 	t.Parallel()
-	s, err := NewSQS(context.Background(), "down", sqsConfig(func(c *config.SQS) {
-		c.Endpoint = "http://127.0.0.1:" + itoa(testenv.ClosedPort(t))
+	s, err := New(context.Background(), "down", sqsConfig(func(c *Settings) {
+		c.Endpoint = "http://127.0.0.1:" + strconv.Itoa(testenv.ClosedPort(t))
 	}), nil)
 	if err != nil {
 		t.Fatal(err)
@@ -307,7 +332,7 @@ func TestSQSUnreachableEndpoint(t *testing.T) {
 	// The SDK retries twice, within about 3 s, before it gives up.
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	te := wantReason(t, s.Ensure(ctx, Queue{Actor: actorName("down")}), ReasonBrokerUnavailable)
+	te := wantReason(t, s.Ensure(ctx, transport.Queue{Actor: testenv.ActorName("down")}), transport.ReasonBrokerUnavailable)
 	if !strings.Contains(te.Error(), "connection refused") {
 		t.Errorf("%q does not carry the cause", te.Error())
 	}
@@ -316,10 +341,10 @@ func TestSQSUnreachableEndpoint(t *testing.T) {
 func TestSQSErrorTextIsStable(t *testing.T) {
 	raw := &smithy.OperationError{ServiceID: "SQS", OperationName: "CreateQueue",
 		Err: &smithy.GenericAPIError{Code: "QueueDeletedRecently", Message: "wait 60 seconds"}}
-	s := &SQS{}
+	s := &Broker{}
 	got := s.explain(fmt.Errorf("RequestID: 1234, %w", raw), "creating queue asya-x")
-	te := AsError(got)
-	if te.Reason != ReasonQueueDeletedRecently || strings.Contains(te.Error(), "RequestID") ||
+	te := transport.AsError(got)
+	if te.Reason != transport.ReasonQueueDeletedRecently || strings.Contains(te.Error(), "RequestID") ||
 		!strings.Contains(te.Error(), "QueueDeletedRecently: wait 60 seconds") {
 		t.Errorf("explained error = %q (reason %s), want the code and message without the request ID", te.Error(), te.Reason)
 	}

@@ -1,4 +1,4 @@
-package transport
+package sqs
 
 import (
 	"context"
@@ -14,16 +14,16 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	awsconfig "github.com/aws/aws-sdk-go-v2/config"
-	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	awssqs "github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 	"github.com/aws/smithy-go"
 
-	"github.com/asya-sh/asya-sync/config"
+	"github.com/asya-sh/asya-sync/transport"
 )
 
-// SQSRecreateWait is how long to wait before re-creating a queue deleted
+// RecreateWait is how long to wait before re-creating a queue deleted
 // less than 60 seconds ago, with a margin.
-const SQSRecreateWait = 65 * time.Second
+const RecreateWait = 65 * time.Second
 
 // Attribute and tag names used on SQS queues.
 const (
@@ -39,41 +39,41 @@ const (
 	TagNamespace = "asya.sh/namespace"
 )
 
-// SQS manages actor queues on one SQS transport. Credentials come from the
-// default AWS chain (environment, shared files, IRSA, instance roles).
-type SQS struct {
+// Broker manages actor queues on one SQS transport. Credentials come from
+// the default AWS chain (environment, shared files, IRSA, instance roles).
+type Broker struct {
 	name   string
-	cfg    config.SQS
-	client *sqs.Client
+	cfg    Settings
+	client *awssqs.Client
 	urls   sync.Map // queue name → URL; a queue's URL never changes
 }
 
-// NewSQS builds the client; it makes no request.
-func NewSQS(ctx context.Context, name string, cfg config.SQS, httpClient *http.Client) (*SQS, error) {
+// New builds the client of the transport called name; it makes no request.
+func New(ctx context.Context, name string, cfg Settings, httpClient *http.Client) (*Broker, error) {
 	opts := []func(*awsconfig.LoadOptions) error{awsconfig.WithRegion(cfg.Region)}
 	if httpClient != nil {
 		opts = append(opts, awsconfig.WithHTTPClient(httpClient))
 	}
 	awsCfg, err := awsconfig.LoadDefaultConfig(ctx, opts...)
 	if err != nil {
-		return nil, fmt.Errorf("transport %s: loading AWS configuration: %w", name, err)
+		return nil, fmt.Errorf("loading AWS configuration: %w", err)
 	}
-	client := sqs.NewFromConfig(awsCfg, func(o *sqs.Options) {
+	client := awssqs.NewFromConfig(awsCfg, func(o *awssqs.Options) {
 		if cfg.Endpoint != "" {
 			o.BaseEndpoint = aws.String(cfg.Endpoint)
 		}
 	})
-	return &SQS{name: name, cfg: cfg, client: client}, nil
+	return &Broker{name: name, cfg: cfg, client: client}, nil
 }
 
 // Ensure creates the queue (after its DLQ, when on), or updates the
 // attributes and tags of one that exists. With autoCreate off it only
 // checks that the queue exists.
-func (s *SQS) Ensure(ctx context.Context, q Queue) error {
+func (s *Broker) Ensure(ctx context.Context, q transport.Queue) error {
 	if !s.cfg.Queues.AutoCreateQueues() {
 		_, err := s.queueURL(ctx, q.Name())
-		var te *Error
-		if errors.As(err, &te) && te.Reason == ReasonQueueNotFound {
+		var te *transport.Error
+		if errors.As(err, &te) && te.Reason == transport.ReasonQueueNotFound {
 			te.Message = fmt.Sprintf("queue %s does not exist on %s and queues.autoCreate is off: create it", q.Name(), s.where())
 		}
 		return err
@@ -81,11 +81,11 @@ func (s *SQS) Ensure(ctx context.Context, q Queue) error {
 	attrs := s.queueAttributes(q)
 	if dlq := s.cfg.Queues.DLQ; dlq.Enabled {
 		retention := map[string]string{attrRetention: strconv.Itoa(int(dlq.RetentionDays) * 24 * 3600)}
-		url, err := s.createOrUpdate(ctx, dlqName(q.Actor), retention, s.tags(q))
+		url, err := s.createOrUpdate(ctx, q.DLQName(), retention, s.tags(q))
 		if err != nil {
 			return err
 		}
-		arn, err := s.queueARN(ctx, dlqName(q.Actor), url)
+		arn, err := s.queueARN(ctx, q.DLQName(), url)
 		if err != nil {
 			return err
 		}
@@ -96,7 +96,7 @@ func (s *SQS) Ensure(ctx context.Context, q Queue) error {
 }
 
 // queueAttributes are the main queue's attributes, without the DLQ.
-func (s *SQS) queueAttributes(q Queue) map[string]string {
+func (s *Broker) queueAttributes(q transport.Queue) map[string]string {
 	return map[string]string{
 		attrVisibilityTimeout: strconv.Itoa(int(s.cfg.VisibilityTimeoutFor(q.ProcessingTimeout))),
 		attrWaitTime:          strconv.Itoa(int(aws.ToInt32(s.cfg.WaitTimeSeconds))),
@@ -104,7 +104,7 @@ func (s *SQS) queueAttributes(q Queue) map[string]string {
 }
 
 // tags are the configured tags plus ours, which win.
-func (s *SQS) tags(q Queue) map[string]string {
+func (s *Broker) tags(q transport.Queue) map[string]string {
 	tags := maps.Clone(s.cfg.Tags)
 	if tags == nil {
 		tags = map[string]string{}
@@ -127,19 +127,19 @@ func redrivePolicy(dlqARN string, maxReceiveCount int32) string {
 // createOrUpdate creates the queue, or sets the attributes of one that
 // exists with other values in place: a queue is never deleted here. Tags
 // are set either way, because CreateQueue ignores them on an existing queue.
-func (s *SQS) createOrUpdate(ctx context.Context, name string, attrs, tags map[string]string) (string, error) {
+func (s *Broker) createOrUpdate(ctx context.Context, name string, attrs, tags map[string]string) (string, error) {
 	url, err := s.create(ctx, name, attrs, tags)
 	if err != nil {
 		return "", err
 	}
-	if _, err := s.client.TagQueue(ctx, &sqs.TagQueueInput{QueueUrl: &url, Tags: tags}); err != nil {
+	if _, err := s.client.TagQueue(ctx, &awssqs.TagQueueInput{QueueUrl: &url, Tags: tags}); err != nil {
 		return "", s.explain(err, "tagging queue "+name)
 	}
 	return url, nil
 }
 
-func (s *SQS) create(ctx context.Context, name string, attrs, tags map[string]string) (string, error) {
-	out, err := s.client.CreateQueue(ctx, &sqs.CreateQueueInput{QueueName: &name, Attributes: attrs, Tags: tags})
+func (s *Broker) create(ctx context.Context, name string, attrs, tags map[string]string) (string, error) {
+	out, err := s.client.CreateQueue(ctx, &awssqs.CreateQueueInput{QueueName: &name, Attributes: attrs, Tags: tags})
 	if err == nil {
 		s.urls.Store(name, aws.ToString(out.QueueUrl))
 		return aws.ToString(out.QueueUrl), nil
@@ -155,14 +155,14 @@ func (s *SQS) create(ctx context.Context, name string, attrs, tags map[string]st
 	if _, ok := updates[attrRedrivePolicy]; !ok {
 		updates[attrRedrivePolicy] = "" // the DLQ was turned off: stop redriving
 	}
-	if _, err := s.client.SetQueueAttributes(ctx, &sqs.SetQueueAttributesInput{QueueUrl: &url, Attributes: updates}); err != nil {
+	if _, err := s.client.SetQueueAttributes(ctx, &awssqs.SetQueueAttributesInput{QueueUrl: &url, Attributes: updates}); err != nil {
 		return "", s.explain(err, "updating the attributes of queue "+name)
 	}
 	return url, nil
 }
 
-func (s *SQS) queueARN(ctx context.Context, name, url string) (string, error) {
-	out, err := s.client.GetQueueAttributes(ctx, &sqs.GetQueueAttributesInput{
+func (s *Broker) queueARN(ctx context.Context, name, url string) (string, error) {
+	out, err := s.client.GetQueueAttributes(ctx, &awssqs.GetQueueAttributesInput{
 		QueueUrl: &url, AttributeNames: []types.QueueAttributeName{types.QueueAttributeNameQueueArn}})
 	if err != nil {
 		return "", s.explain(err, "reading the ARN of queue "+name)
@@ -171,11 +171,11 @@ func (s *SQS) queueARN(ctx context.Context, name, url string) (string, error) {
 }
 
 // queueURL looks the URL up once per queue.
-func (s *SQS) queueURL(ctx context.Context, name string) (string, error) {
+func (s *Broker) queueURL(ctx context.Context, name string) (string, error) {
 	if url, ok := s.urls.Load(name); ok {
 		return url.(string), nil
 	}
-	out, err := s.client.GetQueueUrl(ctx, &sqs.GetQueueUrlInput{QueueName: &name})
+	out, err := s.client.GetQueueUrl(ctx, &awssqs.GetQueueUrlInput{QueueName: &name})
 	if err != nil {
 		return "", s.explain(err, "looking up queue "+name)
 	}
@@ -184,8 +184,8 @@ func (s *SQS) queueURL(ctx context.Context, name string) (string, error) {
 }
 
 // Delete deletes the queue and its DLQ, messages and all.
-func (s *SQS) Delete(ctx context.Context, q Queue) error {
-	for _, name := range []string{q.Name(), dlqName(q.Actor)} {
+func (s *Broker) Delete(ctx context.Context, q transport.Queue) error {
+	for _, name := range []string{q.Name(), q.DLQName()} {
 		if err := s.deleteQueue(ctx, name); err != nil {
 			return err
 		}
@@ -193,7 +193,7 @@ func (s *SQS) Delete(ctx context.Context, q Queue) error {
 	return nil
 }
 
-func (s *SQS) deleteQueue(ctx context.Context, name string) error {
+func (s *Broker) deleteQueue(ctx context.Context, name string) error {
 	url, err := s.queueURL(ctx, name)
 	if isNotFound(err) {
 		return nil
@@ -201,7 +201,7 @@ func (s *SQS) deleteQueue(ctx context.Context, name string) error {
 	if err != nil {
 		return err
 	}
-	_, err = s.client.DeleteQueue(ctx, &sqs.DeleteQueueInput{QueueUrl: &url})
+	_, err = s.client.DeleteQueue(ctx, &awssqs.DeleteQueueInput{QueueUrl: &url})
 	s.urls.Delete(name)
 	if err != nil && sqsErrorCode(err) != "QueueDoesNotExist" {
 		return s.explain(err, "deleting queue "+name)
@@ -210,12 +210,12 @@ func (s *SQS) deleteQueue(ctx context.Context, name string) error {
 }
 
 // Counts reads the approximate visible and in-flight message counts.
-func (s *SQS) Counts(ctx context.Context, q Queue) (Counts, error) {
+func (s *Broker) Counts(ctx context.Context, q transport.Queue) (transport.Counts, error) {
 	url, err := s.queueURL(ctx, q.Name())
 	if err != nil {
-		return Counts{}, err
+		return transport.Counts{}, err
 	}
-	out, err := s.client.GetQueueAttributes(ctx, &sqs.GetQueueAttributesInput{
+	out, err := s.client.GetQueueAttributes(ctx, &awssqs.GetQueueAttributesInput{
 		QueueUrl: &url,
 		AttributeNames: []types.QueueAttributeName{
 			types.QueueAttributeNameApproximateNumberOfMessages,
@@ -223,9 +223,9 @@ func (s *SQS) Counts(ctx context.Context, q Queue) (Counts, error) {
 		},
 	})
 	if err != nil {
-		return Counts{}, s.explain(err, "reading the counts of queue "+q.Name())
+		return transport.Counts{}, s.explain(err, "reading the counts of queue "+q.Name())
 	}
-	return Counts{Queued: parseCount(out.Attributes[attrReady]), Processing: parseCount(out.Attributes[attrInFlight])}, nil
+	return transport.Counts{Queued: parseCount(out.Attributes[attrReady]), Processing: parseCount(out.Attributes[attrInFlight])}, nil
 }
 
 func parseCount(v string) *int64 {
@@ -237,9 +237,9 @@ func parseCount(v string) *int64 {
 }
 
 // Close has nothing to release: the SDK's HTTP connections are pooled.
-func (s *SQS) Close() error { return nil }
+func (s *Broker) Close() error { return nil }
 
-func (s *SQS) where() string {
+func (s *Broker) where() string {
 	if s.cfg.Endpoint != "" {
 		return "SQS at " + s.cfg.Endpoint
 	}
@@ -248,25 +248,25 @@ func (s *SQS) where() string {
 
 // explain turns an SDK error into a transport Error whose text is the
 // same every time SQS answers the same way.
-func (s *SQS) explain(err error, doing string) error {
+func (s *Broker) explain(err error, doing string) error {
 	err = withoutRequestID(err)
 	if code := sqsErrorCode(err); code == "QueueDoesNotExist" {
-		return &Error{Reason: ReasonQueueNotFound, Message: doing + " on " + s.where(), Err: err}
+		return &transport.Error{Reason: transport.ReasonQueueNotFound, Message: doing + " on " + s.where(), Err: err}
 	} else if code == "QueueDeletedRecently" {
-		return &Error{Reason: ReasonQueueDeletedRecently, RetryAfter: SQSRecreateWait, Err: err,
+		return &transport.Error{Reason: transport.ReasonQueueDeletedRecently, RetryAfter: RecreateWait, Err: err,
 			Message: doing + " on " + s.where() + ": SQS allows re-creating a queue only 60 seconds after deleting it"}
 	}
 	var apiErr smithy.APIError
 	if errors.As(err, &apiErr) {
-		return &Error{Reason: ReasonQueueError, Message: doing + " on " + s.where(), Err: err}
+		return &transport.Error{Reason: transport.ReasonQueueError, Message: doing + " on " + s.where(), Err: err}
 	}
 	// No answer from SQS at all: network, credentials or deadline.
-	return &Error{Reason: ReasonBrokerUnavailable, Message: doing + " on " + s.where(), Err: err}
+	return &transport.Error{Reason: transport.ReasonBrokerUnavailable, Message: doing + " on " + s.where(), Err: err}
 }
 
 func isNotFound(err error) bool {
-	var te *Error
-	return errors.As(err, &te) && te.Reason == ReasonQueueNotFound
+	var te *transport.Error
+	return errors.As(err, &te) && te.Reason == transport.ReasonQueueNotFound
 }
 
 // sqsErrorCode names an SQS error the same way whichever protocol (JSON or

@@ -1,4 +1,4 @@
-package transport
+package rabbitmq
 
 import (
 	"context"
@@ -13,46 +13,47 @@ import (
 	amqp "github.com/rabbitmq/amqp091-go"
 
 	"github.com/asya-sh/asya-sync/api/v1alpha1"
-	"github.com/asya-sh/asya-sync/config"
+	"github.com/asya-sh/asya-sync/transport"
 )
 
 // maxOpenChannels bounds the channels one connection has open at a time,
 // well below the broker's default channel_max of 2047.
 const maxOpenChannels = 256
 
-// RabbitMQ manages actor queues on one RabbitMQ transport over one
+// Broker manages actor queues on one RabbitMQ transport over one
 // long-lived AMQP connection. Every operation uses a channel of its own:
 // a broker error closes the channel it happened on.
-type RabbitMQ struct {
+type Broker struct {
 	name     string
-	cfg      config.RabbitMQ
+	cfg      Settings
 	conn     *amqpConnection
 	channels chan struct{}
 	http     *http.Client
 }
 
-// NewRabbitMQ returns the transport; it connects on first use.
-func NewRabbitMQ(name string, cfg config.RabbitMQ, httpClient *http.Client) *RabbitMQ {
+// New returns the broker of the transport called name; it connects on
+// first use.
+func New(name string, cfg Settings, httpClient *http.Client) *Broker {
 	if httpClient == nil {
 		httpClient = http.DefaultClient
 	}
-	r := &RabbitMQ{name: name, cfg: cfg, channels: make(chan struct{}, maxOpenChannels), http: httpClient}
+	r := &Broker{name: name, cfg: cfg, channels: make(chan struct{}, maxOpenChannels), http: httpClient}
 	r.conn = newAMQPConnection(r.dial)
 	return r
 }
 
 // ConnectionName is how the broker lists this transport's connection.
-func (r *RabbitMQ) ConnectionName() string { return "asya-sync/" + r.name }
+func (r *Broker) ConnectionName() string { return "asya-sync/" + r.name }
 
-func dlqName(actor string) string { return v1alpha1.QueueName(actor) + "-dlq" }
+func dlqName(actor string) string { return transport.Queue{Actor: actor}.DLQName() }
 
 // Ensure declares the exchange, the dead-letter queue, the queue and its
 // binding; with autoCreate off it only checks that the queue exists.
-func (r *RabbitMQ) Ensure(ctx context.Context, q Queue) error {
+func (r *Broker) Ensure(ctx context.Context, q transport.Queue) error {
 	if !r.cfg.Queues.AutoCreateQueues() {
 		_, err := r.readyMessages(ctx, q.Name())
-		var te *Error
-		if errors.As(err, &te) && te.Reason == ReasonQueueNotFound {
+		var te *transport.Error
+		if errors.As(err, &te) && te.Reason == transport.ReasonQueueNotFound {
 			te.Message = fmt.Sprintf("queue %s does not exist on %s and queues.autoCreate is off: create it (durable%s)",
 				q.Name(), r.address(), describeArgs(r.queueArgs(q.Actor)))
 		}
@@ -62,7 +63,7 @@ func (r *RabbitMQ) Ensure(ctx context.Context, q Queue) error {
 	return r.explain(ctx, err)
 }
 
-func (r *RabbitMQ) declare(ch *amqp.Channel, actor string) error {
+func (r *Broker) declare(ch *amqp.Channel, actor string) error {
 	queue, exchange := v1alpha1.QueueName(actor), r.cfg.Exchange
 	if exchange != "" {
 		if err := ch.ExchangeDeclare(exchange, amqp.ExchangeTopic, true, false, false, false, nil); err != nil {
@@ -90,7 +91,7 @@ func (r *RabbitMQ) declare(ch *amqp.Channel, actor string) error {
 
 // queueArgs are the arguments the actor's queue is declared with: a
 // rejected message goes through the default exchange to the DLQ.
-func (r *RabbitMQ) queueArgs(actor string) amqp.Table {
+func (r *Broker) queueArgs(actor string) amqp.Table {
 	if !r.cfg.Queues.DLQ.Enabled {
 		return nil
 	}
@@ -98,7 +99,7 @@ func (r *RabbitMQ) queueArgs(actor string) amqp.Table {
 }
 
 // Delete deletes the queue and its DLQ, messages and all.
-func (r *RabbitMQ) Delete(ctx context.Context, q Queue) error {
+func (r *Broker) Delete(ctx context.Context, q transport.Queue) error {
 	for _, name := range []string{q.Name(), dlqName(q.Actor)} {
 		err := r.withChannel(ctx, func(ch *amqp.Channel) error {
 			_, err := ch.QueueDelete(name, false, false, false)
@@ -113,18 +114,18 @@ func (r *RabbitMQ) Delete(ctx context.Context, q Queue) error {
 
 // Counts reads ready and unacknowledged messages from the management API
 // when it is configured, else only the ready ones from the broker.
-func (r *RabbitMQ) Counts(ctx context.Context, q Queue) (Counts, error) {
-	var counts Counts
+func (r *Broker) Counts(ctx context.Context, q transport.Queue) (transport.Counts, error) {
+	var counts transport.Counts
 	if r.cfg.ManagementURL != "" {
 		var err error
 		if counts, err = r.managementCounts(ctx, q.Name()); err != nil {
-			return Counts{}, err
+			return transport.Counts{}, err
 		}
 	}
 	if counts.Queued == nil { // no management API, or no statistics yet
 		ready, err := r.readyMessages(ctx, q.Name())
 		if err != nil {
-			return Counts{}, err
+			return transport.Counts{}, err
 		}
 		counts.Queued = &ready
 	}
@@ -132,7 +133,7 @@ func (r *RabbitMQ) Counts(ctx context.Context, q Queue) (Counts, error) {
 }
 
 // readyMessages checks that the queue exists and counts its ready messages.
-func (r *RabbitMQ) readyMessages(ctx context.Context, queue string) (int64, error) {
+func (r *Broker) readyMessages(ctx context.Context, queue string) (int64, error) {
 	var ready int64
 	err := r.withChannel(ctx, func(ch *amqp.Channel) error {
 		info, err := ch.QueueDeclarePassive(queue, true, false, false, false, nil)
@@ -146,12 +147,16 @@ func (r *RabbitMQ) readyMessages(ctx context.Context, queue string) (int64, erro
 }
 
 // Close closes the connection.
-func (r *RabbitMQ) Close() error { return r.conn.Close() }
+func (r *Broker) Close() error { return r.conn.Close() }
+
+// Connected implements transport.ConnectionReporter with the state of
+// the AMQP connection.
+func (r *Broker) Connected() (up, known bool) { return r.conn.state() }
 
 // withChannel runs op on a fresh channel, and gives up waiting when ctx
 // ends: amqp091 calls take no context. An abandoned op finishes on its own,
 // at the latest when heartbeats find the connection dead.
-func (r *RabbitMQ) withChannel(ctx context.Context, op func(*amqp.Channel) error) error {
+func (r *Broker) withChannel(ctx context.Context, op func(*amqp.Channel) error) error {
 	conn, err := r.conn.get(ctx)
 	if err != nil {
 		return r.unavailable(err)
@@ -183,7 +188,7 @@ func onChannel(conn *amqp.Connection, op func(*amqp.Channel) error) error {
 	return op(ch)
 }
 
-func (r *RabbitMQ) dial(ctx context.Context) (*amqp.Connection, error) {
+func (r *Broker) dial(ctx context.Context) (*amqp.Connection, error) {
 	password, err := r.password()
 	if err != nil {
 		return nil, err
@@ -202,7 +207,7 @@ func (r *RabbitMQ) dial(ctx context.Context) (*amqp.Connection, error) {
 
 // password is the service's own: read at each use, so a rotated file is
 // picked up on the next connection.
-func (r *RabbitMQ) password() (string, error) {
+func (r *Broker) password() (string, error) {
 	if r.cfg.PasswordFile == "" {
 		return "guest", nil
 	}
@@ -213,12 +218,12 @@ func (r *RabbitMQ) password() (string, error) {
 	return strings.TrimSpace(string(data)), nil
 }
 
-func (r *RabbitMQ) address() string {
+func (r *Broker) address() string {
 	return fmt.Sprintf("%s:%d (vhost %q)", r.cfg.Host, r.cfg.Port, r.cfg.VHost)
 }
 
-func (r *RabbitMQ) unavailable(err error) *Error {
-	return &Error{Reason: ReasonBrokerUnavailable, Message: "RabbitMQ at " + r.address(), Err: err}
+func (r *Broker) unavailable(err error) *transport.Error {
+	return &transport.Error{Reason: transport.ReasonBrokerUnavailable, Message: "RabbitMQ at " + r.address(), Err: err}
 }
 
 // amqpStepError says what a broker error was about.
@@ -238,11 +243,11 @@ func isAMQPCode(err error, code int) bool {
 }
 
 // explain turns a broker error into a transport Error that says what to do.
-func (r *RabbitMQ) explain(ctx context.Context, err error) error {
+func (r *Broker) explain(ctx context.Context, err error) error {
 	if err == nil {
 		return nil
 	}
-	var te *Error
+	var te *transport.Error
 	if errors.As(err, &te) {
 		return te
 	}
@@ -255,18 +260,18 @@ func (r *RabbitMQ) explain(ctx context.Context, err error) error {
 	case amqp.PreconditionFailed:
 		return r.conflict(ctx, step, ae)
 	case amqp.NotFound:
-		return &Error{Reason: ReasonQueueNotFound, Message: fmt.Sprintf("%s %s does not exist on %s", step.kind, step.name, r.address())}
+		return &transport.Error{Reason: transport.ReasonQueueNotFound, Message: fmt.Sprintf("%s %s does not exist on %s", step.kind, step.name, r.address())}
 	case amqp.AccessRefused, amqp.ResourceLocked, amqp.NotAllowed, amqp.NotImplemented:
-		return &Error{Reason: ReasonQueueError, Message: fmt.Sprintf("RabbitMQ at %s refused %s %s", r.address(), step.kind, step.name), Err: ae}
+		return &transport.Error{Reason: transport.ReasonQueueError, Message: fmt.Sprintf("RabbitMQ at %s refused %s %s", r.address(), step.kind, step.name), Err: ae}
 	}
 	return r.unavailable(err)
 }
 
 // conflict describes an exchange or queue that exists with other settings.
 // The queue is never deleted to fix this: it may hold messages.
-func (r *RabbitMQ) conflict(ctx context.Context, step *amqpStepError, ae *amqp.Error) *Error {
+func (r *Broker) conflict(ctx context.Context, step *amqpStepError, ae *amqp.Error) *transport.Error {
 	if step.kind != "queue" {
-		return &Error{Reason: ReasonQueueConflict, Message: fmt.Sprintf(
+		return &transport.Error{Reason: transport.ReasonQueueConflict, Message: fmt.Sprintf(
 			"%s %s exists on %s with other settings than asya-sync declares (topic, durable): %s; change it or the transport configuration by hand",
 			step.kind, step.name, r.address(), ae.Reason)}
 	}
@@ -274,7 +279,7 @@ func (r *RabbitMQ) conflict(ctx context.Context, step *amqpStepError, ae *amqp.E
 	if ready, err := r.readyMessages(ctx, step.name); err == nil {
 		held = fmt.Sprintf("it holds %d ready messages", ready)
 	}
-	return &Error{Reason: ReasonQueueConflict, Message: fmt.Sprintf(
+	return &transport.Error{Reason: transport.ReasonQueueConflict, Message: fmt.Sprintf(
 		"queue %s exists on %s with other arguments than asya-sync declares (durable%s): %s; %s, so it is left as it is: migrate it by hand (move or drain the messages, delete the queue) and the next sync recreates it",
 		step.name, r.address(), describeArgs(step.args), ae.Reason, held)}
 }

@@ -1,9 +1,9 @@
-package transport
+package rabbitmq
 
 import (
 	"context"
 	"fmt"
-	"github.com/asya-sh/asya-sync/internal/testenv"
+	"net/http"
 	"net/url"
 	"strings"
 	"sync"
@@ -13,21 +13,22 @@ import (
 	amqp "github.com/rabbitmq/amqp091-go"
 
 	"github.com/asya-sh/asya-sync/api/v1alpha1"
-	"github.com/asya-sh/asya-sync/config"
+	"github.com/asya-sh/asya-sync/internal/testenv"
+	"github.com/asya-sh/asya-sync/transport"
 )
 
 func TestRabbitMQEnsureDeclaresDurableQueueBoundToActorName(t *testing.T) {
 	t.Parallel()
-	r := newRabbitMQ(t)
-	needRabbitManagement(t)
-	actor := actorName("bind")
+	r := newBroker(t)
+	testenv.NeedRabbitManagement(t)
+	actor := testenv.ActorName("bind")
 	cleanupRabbitQueues(t, actor)
-	ctx := testContext(t)
+	ctx := testenv.Context(t)
 
-	if err := r.Ensure(ctx, Queue{Actor: actor, Namespace: "ns"}); err != nil {
+	if err := r.Ensure(ctx, transport.Queue{Actor: actor, Namespace: "ns"}); err != nil {
 		t.Fatal(err)
 	}
-	if err := r.Ensure(ctx, Queue{Actor: actor, Namespace: "ns"}); err != nil {
+	if err := r.Ensure(ctx, transport.Queue{Actor: actor, Namespace: "ns"}); err != nil {
 		t.Fatalf("second Ensure: %v", err)
 	}
 
@@ -36,7 +37,7 @@ func TestRabbitMQEnsureDeclaresDurableQueueBoundToActorName(t *testing.T) {
 		AutoDelete bool           `json:"auto_delete"`
 		Arguments  map[string]any `json:"arguments"`
 	}
-	management(t, "/api/queues/%2F/"+v1alpha1.QueueName(actor), &info)
+	testenv.Management(t, http.MethodGet, "/api/queues/%2F/"+v1alpha1.QueueName(actor), &info)
 	if !info.Durable || info.AutoDelete || len(info.Arguments) != 0 {
 		t.Errorf("queue durable=%v auto_delete=%v arguments=%v, want durable, not auto-delete, no arguments",
 			info.Durable, info.AutoDelete, info.Arguments)
@@ -52,7 +53,7 @@ func TestRabbitMQEnsureDeclaresDurableQueueBoundToActorName(t *testing.T) {
 		t.Fatal(err)
 	}
 	var got amqp.Delivery
-	eventually(t, 5*time.Second, "message routed to "+v1alpha1.QueueName(actor), func() bool {
+	testenv.Eventually(t, 5*time.Second, "message routed to "+v1alpha1.QueueName(actor), func() bool {
 		msg, ok, err := ch.Get(v1alpha1.QueueName(actor), true)
 		if err != nil {
 			t.Fatal(err)
@@ -67,11 +68,11 @@ func TestRabbitMQEnsureDeclaresDurableQueueBoundToActorName(t *testing.T) {
 
 func TestRabbitMQDeadLettersRejectedMessages(t *testing.T) {
 	t.Parallel()
-	r := newRabbitMQ(t, withDLQ)
-	actor := actorName("dlq")
+	r := newBroker(t, withDLQ)
+	actor := testenv.ActorName("dlq")
 	cleanupRabbitQueues(t, actor)
-	ctx := testContext(t)
-	if err := r.Ensure(ctx, Queue{Actor: actor}); err != nil {
+	ctx := testenv.Context(t)
+	if err := r.Ensure(ctx, transport.Queue{Actor: actor}); err != nil {
 		t.Fatal(err)
 	}
 
@@ -80,7 +81,7 @@ func TestRabbitMQDeadLettersRejectedMessages(t *testing.T) {
 		t.Fatal(err)
 	}
 	var msg amqp.Delivery
-	eventually(t, 5*time.Second, "message in "+v1alpha1.QueueName(actor), func() bool {
+	testenv.Eventually(t, 5*time.Second, "message in "+v1alpha1.QueueName(actor), func() bool {
 		var ok bool
 		var err error
 		msg, ok, err = ch.Get(v1alpha1.QueueName(actor), false)
@@ -92,7 +93,7 @@ func TestRabbitMQDeadLettersRejectedMessages(t *testing.T) {
 	if err := msg.Reject(false); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, 5*time.Second, "message dead-lettered to "+dlqName(actor), func() bool {
+	testenv.Eventually(t, 5*time.Second, "message dead-lettered to "+dlqName(actor), func() bool {
 		dead, ok, err := ch.Get(dlqName(actor), true)
 		if err != nil {
 			t.Fatal(err)
@@ -120,14 +121,14 @@ func TestRabbitMQConflictingQueueIsReportedAndKept(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			var opts []func(*config.RabbitMQ)
+			var opts []func(*Settings)
 			if tt.dlq {
 				opts = append(opts, withDLQ)
 			}
-			r := newRabbitMQ(t, opts...)
-			actor := actorName("conflict")
+			r := newBroker(t, opts...)
+			actor := testenv.ActorName("conflict")
 			cleanupRabbitQueues(t, actor)
-			ctx := testContext(t)
+			ctx := testenv.Context(t)
 			ch := amqpChannel(t)
 			if _, err := ch.QueueDeclare(v1alpha1.QueueName(actor), tt.durable, false, false, false, tt.args); err != nil {
 				t.Fatal(err)
@@ -138,9 +139,9 @@ func TestRabbitMQConflictingQueueIsReportedAndKept(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			eventually(t, 5*time.Second, "3 messages queued", func() bool { n, _ := queueExists(t, v1alpha1.QueueName(actor)); return n == 3 })
+			testenv.Eventually(t, 5*time.Second, "3 messages queued", func() bool { n, _ := queueExists(t, v1alpha1.QueueName(actor)); return n == 3 })
 
-			te := wantReason(t, r.Ensure(ctx, Queue{Actor: actor}), ReasonQueueConflict)
+			te := wantReason(t, r.Ensure(ctx, transport.Queue{Actor: actor}), transport.ReasonQueueConflict)
 			t.Log(te)
 			for _, want := range tt.wantText {
 				if !strings.Contains(te.Error(), want) {
@@ -156,12 +157,12 @@ func TestRabbitMQConflictingQueueIsReportedAndKept(t *testing.T) {
 
 func TestRabbitMQAutoCreateOff(t *testing.T) {
 	t.Parallel()
-	r := newRabbitMQ(t, withoutAutoCreate)
-	ctx := testContext(t)
-	actor := actorName("nocreate")
+	r := newBroker(t, withoutAutoCreate)
+	ctx := testenv.Context(t)
+	actor := testenv.ActorName("nocreate")
 	cleanupRabbitQueues(t, actor)
 
-	te := wantReason(t, r.Ensure(ctx, Queue{Actor: actor}), ReasonQueueNotFound)
+	te := wantReason(t, r.Ensure(ctx, transport.Queue{Actor: actor}), transport.ReasonQueueNotFound)
 	t.Log(te)
 	if !strings.Contains(te.Message, "autoCreate is off") {
 		t.Errorf("message %q does not say why", te.Message)
@@ -173,18 +174,18 @@ func TestRabbitMQAutoCreateOff(t *testing.T) {
 	if _, err := amqpChannel(t).QueueDeclare(v1alpha1.QueueName(actor), true, false, false, false, nil); err != nil {
 		t.Fatal(err)
 	}
-	if err := r.Ensure(ctx, Queue{Actor: actor}); err != nil {
+	if err := r.Ensure(ctx, transport.Queue{Actor: actor}); err != nil {
 		t.Errorf("Ensure of an existing queue with autoCreate off: %v", err)
 	}
 }
 
 func TestRabbitMQUnreachableBroker(t *testing.T) {
 	t.Parallel()
-	r := NewRabbitMQ("down", rabbitConfig(t, func(c *config.RabbitMQ) {
+	r := New("down", testSettings(t, func(c *Settings) {
 		c.Host, c.Port = "127.0.0.1", testenv.ClosedPort(t)
 	}), nil)
 	defer r.Close()
-	q := Queue{Actor: actorName("down")}
+	q := transport.Queue{Actor: testenv.ActorName("down")}
 	ops := map[string]func(context.Context) error{
 		"Ensure": func(ctx context.Context) error { return r.Ensure(ctx, q) },
 		"Delete": func(ctx context.Context) error { return r.Delete(ctx, q) },
@@ -195,7 +196,7 @@ func TestRabbitMQUnreachableBroker(t *testing.T) {
 		start := time.Now()
 		err := op(ctx)
 		cancel()
-		te := wantReason(t, err, ReasonBrokerUnavailable)
+		te := wantReason(t, err, transport.ReasonBrokerUnavailable)
 		t.Log(te)
 		if took := time.Since(start); took > 2*time.Second {
 			t.Errorf("%s took %v to fail", name, took)
@@ -208,7 +209,7 @@ func TestRabbitMQUnreachableBroker(t *testing.T) {
 
 func TestRabbitMQCounts(t *testing.T) {
 	t.Parallel()
-	needRabbitManagement(t)
+	testenv.NeedRabbitManagement(t)
 	tests := []struct {
 		name           string
 		management     bool
@@ -220,15 +221,15 @@ func TestRabbitMQCounts(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			opts := []func(*config.RabbitMQ){}
+			opts := []func(*Settings){}
 			if tt.management {
 				opts = append(opts, withManagement)
 			}
-			r := newRabbitMQ(t, opts...)
-			actor := actorName("counts")
+			r := newBroker(t, opts...)
+			actor := testenv.ActorName("counts")
 			cleanupRabbitQueues(t, actor)
-			ctx := testContext(t)
-			if err := r.Ensure(ctx, Queue{Actor: actor}); err != nil {
+			ctx := testenv.Context(t)
+			if err := r.Ensure(ctx, transport.Queue{Actor: actor}); err != nil {
 				t.Fatal(err)
 			}
 			ch := amqpChannel(t)
@@ -237,14 +238,14 @@ func TestRabbitMQCounts(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			eventually(t, 5*time.Second, "3 messages queued", func() bool { n, _ := queueExists(t, v1alpha1.QueueName(actor)); return n == 3 })
+			testenv.Eventually(t, 5*time.Second, "3 messages queued", func() bool { n, _ := queueExists(t, v1alpha1.QueueName(actor)); return n == 3 })
 			if _, ok, err := ch.Get(v1alpha1.QueueName(actor), false); !ok || err != nil { // one in flight, unacknowledged
 				t.Fatalf("get: ok=%v err=%v", ok, err)
 			}
 			// The management API publishes statistics every few seconds.
 			var got string
-			eventually(t, 15*time.Second, "counts 2 queued, "+tt.wantProcessing+" processing", func() bool {
-				counts, err := r.Counts(ctx, Queue{Actor: actor})
+			testenv.Eventually(t, 15*time.Second, "counts 2 queued, "+tt.wantProcessing+" processing", func() bool {
+				counts, err := r.Counts(ctx, transport.Queue{Actor: actor})
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -257,27 +258,27 @@ func TestRabbitMQCounts(t *testing.T) {
 
 func TestRabbitMQCountsOfMissingQueue(t *testing.T) {
 	t.Parallel()
-	needRabbitManagement(t)
-	for _, r := range []*RabbitMQ{newRabbitMQ(t), newRabbitMQ(t, withManagement)} {
-		_, err := r.Counts(testContext(t), Queue{Actor: actorName("nocounts")})
-		wantReason(t, err, ReasonQueueNotFound)
+	testenv.NeedRabbitManagement(t)
+	for _, r := range []*Broker{newBroker(t), newBroker(t, withManagement)} {
+		_, err := r.Counts(testenv.Context(t), transport.Queue{Actor: testenv.ActorName("nocounts")})
+		wantReason(t, err, transport.ReasonQueueNotFound)
 	}
 }
 
 func TestRabbitMQDeleteIsIdempotent(t *testing.T) {
 	t.Parallel()
-	r := newRabbitMQ(t, withDLQ)
-	ctx := testContext(t)
-	actor := actorName("delete")
+	r := newBroker(t, withDLQ)
+	ctx := testenv.Context(t)
+	actor := testenv.ActorName("delete")
 	cleanupRabbitQueues(t, actor)
-	if err := r.Ensure(ctx, Queue{Actor: actor}); err != nil {
+	if err := r.Ensure(ctx, transport.Queue{Actor: actor}); err != nil {
 		t.Fatal(err)
 	}
 	if err := amqpChannel(t).PublishWithContext(ctx, testExchange, actor, true, false, amqp.Publishing{Body: []byte("left behind")}); err != nil {
 		t.Fatal(err)
 	}
 	for i := range 3 {
-		if err := r.Delete(ctx, Queue{Actor: actor}); err != nil {
+		if err := r.Delete(ctx, transport.Queue{Actor: actor}); err != nil {
 			t.Fatalf("Delete #%d: %v", i+1, err)
 		}
 	}
@@ -292,12 +293,12 @@ func TestRabbitMQDeleteIsIdempotent(t *testing.T) {
 // more than one failed call at most.
 func TestRabbitMQReconnectsAfterTheBrokerClosesTheConnection(t *testing.T) {
 	t.Parallel()
-	needRabbitManagement(t)
-	r := newRabbitMQ(t)
-	ctx := testContext(t)
-	actor := actorName("reconnect")
+	testenv.NeedRabbitManagement(t)
+	r := newBroker(t)
+	ctx := testenv.Context(t)
+	actor := testenv.ActorName("reconnect")
 	cleanupRabbitQueues(t, actor)
-	if err := r.Ensure(ctx, Queue{Actor: actor}); err != nil {
+	if err := r.Ensure(ctx, transport.Queue{Actor: actor}); err != nil {
 		t.Fatal(err)
 	}
 	dropped, err := r.conn.get(ctx)
@@ -306,13 +307,13 @@ func TestRabbitMQReconnectsAfterTheBrokerClosesTheConnection(t *testing.T) {
 	}
 	// Force-close from the broker side, as an operator or a restart would.
 	closeBrokerConnections(t, r.ConnectionName())
-	eventually(t, 5*time.Second, "the client sees the close", dropped.IsClosed)
+	testenv.Eventually(t, 5*time.Second, "the client sees the close", dropped.IsClosed)
 	// The background reconnect opens a new connection without any call.
-	eventually(t, 5*time.Second, "reconnected", func() bool {
+	testenv.Eventually(t, 5*time.Second, "reconnected", func() bool {
 		conn, _ := r.conn.current()
 		return conn != nil && conn != dropped
 	})
-	if err := r.Ensure(ctx, Queue{Actor: actor}); err != nil {
+	if err := r.Ensure(ctx, transport.Queue{Actor: actor}); err != nil {
 		t.Errorf("Ensure after reconnecting: %v", err)
 	}
 }
@@ -320,23 +321,25 @@ func TestRabbitMQReconnectsAfterTheBrokerClosesTheConnection(t *testing.T) {
 // 200 actors ensured at once share the transport's single connection.
 func TestRabbitMQParallelEnsuresShareOneConnection(t *testing.T) {
 	t.Parallel()
-	needRabbitManagement(t)
+	testenv.NeedRabbitManagement(t)
 	const actors = 200
-	r := newRabbitMQ(t, withDLQ)
-	cached := NewCached(r, time.Minute, newFakeClock().Now)
-	prefix := actorName("fleet")
+	r := newBroker(t, withDLQ)
+	cached := transport.NewCached(r, time.Minute, testenv.NewFakeClock().Now)
+	prefix := testenv.ActorName("fleet")
 	names := make([]string, actors)
 	for i := range names {
 		names[i] = fmt.Sprintf("%s-%03d", prefix, i)
 	}
 	cleanupRabbitQueues(t, names...)
-	ctx := testContext(t)
+	ctx := testenv.Context(t)
 
 	var wg sync.WaitGroup
 	errs := make(chan error, actors)
 	start := time.Now()
 	for _, name := range names {
-		wg.Go(func() { errs <- cached.Ensure(ctx, Queue{Actor: name, Namespace: "fleet", ProcessingTimeout: 60}) })
+		wg.Go(func() {
+			errs <- cached.Ensure(ctx, transport.Queue{Actor: name, Namespace: "fleet", ProcessingTimeout: 60})
+		})
 	}
 	wg.Wait()
 	close(errs)
@@ -350,7 +353,7 @@ func TestRabbitMQParallelEnsuresShareOneConnection(t *testing.T) {
 	var queues []struct {
 		Name string `json:"name"`
 	}
-	management(t, "/api/queues/%2F?columns=name", &queues)
+	testenv.Management(t, http.MethodGet, "/api/queues/%2F?columns=name", &queues)
 	created, dlqs := 0, 0
 	for _, q := range queues {
 		switch {
@@ -365,10 +368,10 @@ func TestRabbitMQParallelEnsuresShareOneConnection(t *testing.T) {
 		t.Errorf("%d queues and %d DLQs created, want %d of each", created, dlqs, actors)
 	}
 	// The broker lists a new connection after a moment.
-	conns := brokerConnections(t, r.ConnectionName())
+	conns := testenv.BrokerConnections(t, r.ConnectionName())
 	for deadline := time.Now().Add(5 * time.Second); conns == 0 && time.Now().Before(deadline); {
 		time.Sleep(100 * time.Millisecond)
-		conns = brokerConnections(t, r.ConnectionName())
+		conns = testenv.BrokerConnections(t, r.ConnectionName())
 	}
 	t.Logf("AMQP connections used by the transport: %d", conns)
 	if conns != 1 {
@@ -385,8 +388,8 @@ func closeBrokerConnections(t *testing.T, name string) {
 			ConnectionName string `json:"connection_name"`
 		} `json:"client_properties"`
 	}
-	eventually(t, 5*time.Second, "connection listed by the broker", func() bool {
-		management(t, "/api/connections", &conns)
+	testenv.Eventually(t, 5*time.Second, "connection listed by the broker", func() bool {
+		testenv.Management(t, http.MethodGet, "/api/connections", &conns)
 		for _, c := range conns {
 			if c.ClientProperties.ConnectionName == name {
 				return true
@@ -396,7 +399,7 @@ func closeBrokerConnections(t *testing.T, name string) {
 	})
 	for _, c := range conns {
 		if c.ClientProperties.ConnectionName == name {
-			managementDelete(t, "/api/connections/"+url.PathEscape(c.Name))
+			testenv.Management(t, http.MethodDelete, "/api/connections/"+url.PathEscape(c.Name), nil)
 		}
 	}
 }

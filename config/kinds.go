@@ -1,0 +1,31 @@
+package config
+
+import (
+	"sort"
+	"strings"
+
+	"github.com/asya-sh/asya-sync/transport"
+	"github.com/asya-sh/asya-sync/transport/rabbitmq"
+	"github.com/asya-sh/asya-sync/transport/sqs"
+)
+
+// kinds are the transport kinds a configuration may name, by type: one
+// line per kind, each returning the kind's empty settings to decode into.
+var kinds = map[string]func() transport.Kind{
+	rabbitmq.Type: func() transport.Kind { return &rabbitmq.Settings{} },
+	sqs.Type:      func() transport.Kind { return &sqs.Settings{} },
+}
+
+// kindTypes lists the types for messages: "a or b", "a, b or c".
+func kindTypes() string {
+	types := make([]string, 0, len(kinds))
+	for t := range kinds {
+		types = append(types, t)
+	}
+	sort.Strings(types)
+	last := len(types) - 1
+	if last < 1 {
+		return strings.Join(types, "")
+	}
+	return strings.Join(types[:last], ", ") + " or " + types[last]
+}

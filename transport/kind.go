@@ -1,0 +1,102 @@
+package transport
+
+import (
+	"fmt"
+
+	kedav1alpha1 "github.com/kedacore/keda/v2/apis/keda/v1alpha1"
+	corev1 "k8s.io/api/core/v1"
+)
+
+// Kind is one type of transport: the decoded "config" of a configured
+// transport of that type, and everything that follows from it. Each kind
+// lives in a package of its own under transport/ and is registered in
+// config/kinds.go; nothing else knows which kinds there are.
+type Kind interface {
+	// Type is the configuration's "type" and the sidecar's ASYA_TRANSPORT.
+	Type() string
+	// Check defaults the decoded settings, then reports the first problem.
+	// The error text starts with the key under "config." that is wrong.
+	Check() error
+	// SecretRefs are the Secrets in the actor's namespace that sidecars
+	// and KEDA read, in a stable order.
+	SecretRefs() []SecretKeyRef
+	// PodRole is the IAM role the actor's pods assume through the actor's
+	// own ServiceAccount (IRSA), or "" when they need none.
+	PodRole() string
+	// SidecarEnv is the sidecar's environment that reaches the broker.
+	SidecarEnv(q Queue) []corev1.EnvVar
+	// Trigger is the KEDA scaler type and metadata that scale on the
+	// queue's length, target messages per replica.
+	Trigger(q Queue, target string) (scalerType string, metadata map[string]string)
+	// TriggerAuth is what KEDA needs to authenticate against the broker,
+	// or nil when the trigger metadata suffices.
+	TriggerAuth() *kedav1alpha1.TriggerAuthenticationSpec
+	// Open returns the broker client of the transport called name. It
+	// connects lazily.
+	Open(name string, opts Options) (Broker, error)
+}
+
+// SecretKeyRef names one key of a Secret in the actor's namespace.
+type SecretKeyRef struct {
+	Name string `json:"name"`
+	Key  string `json:"key"`
+}
+
+// Selector returns the ref as the core/v1 type used in env and volumes.
+func (r SecretKeyRef) Selector() *corev1.SecretKeySelector {
+	return &corev1.SecretKeySelector{LocalObjectReference: corev1.LocalObjectReference{Name: r.Name}, Key: r.Key}
+}
+
+// Env is the environment variable name, read from the Secret.
+func (r SecretKeyRef) Env(name string) corev1.EnvVar {
+	return corev1.EnvVar{Name: name, ValueFrom: &corev1.EnvVarSource{SecretKeyRef: r.Selector()}}
+}
+
+// AuthTarget gives KEDA's authentication parameter from the Secret.
+func (r SecretKeyRef) AuthTarget(parameter string) kedav1alpha1.AuthSecretTargetRef {
+	return kedav1alpha1.AuthSecretTargetRef{Parameter: parameter, Name: r.Name, Key: r.Key}
+}
+
+// Check reports a ref set by half; key is where it is configured. A nil
+// ref is no problem.
+func (r *SecretKeyRef) Check(key string) error {
+	if r == nil {
+		return nil
+	}
+	if r.Name == "" || r.Key == "" {
+		return fmt.Errorf("%s: needs both name and key", key)
+	}
+	return nil
+}
+
+// Queues says how a transport's queues are managed.
+type Queues struct {
+	AutoCreate *bool `json:"autoCreate,omitempty"`
+	DLQ        DLQ   `json:"dlq"`
+}
+
+// DLQ configures dead-lettering. RetentionDays is for the kinds that
+// support it to default and check.
+type DLQ struct {
+	Enabled       bool  `json:"enabled"`
+	MaxRetryCount int32 `json:"maxRetryCount,omitempty"`
+	RetentionDays int32 `json:"retentionDays,omitempty"`
+}
+
+// DefaultMaxRetryCount is how often a message is tried before the DLQ.
+const DefaultMaxRetryCount = 3
+
+// AutoCreateQueues reports whether missing queues are created.
+func (q Queues) AutoCreateQueues() bool { return q.AutoCreate == nil || *q.AutoCreate }
+
+// Check defaults and checks what every kind shares; errors start with
+// "queues.".
+func (q *Queues) Check() error {
+	if q.DLQ.MaxRetryCount == 0 {
+		q.DLQ.MaxRetryCount = DefaultMaxRetryCount
+	}
+	if q.DLQ.MaxRetryCount < 1 {
+		return fmt.Errorf("queues.dlq.maxRetryCount: %d must be at least 1", q.DLQ.MaxRetryCount)
+	}
+	return nil
+}

@@ -1,0 +1,129 @@
+package rabbitmq
+
+import (
+	"fmt"
+	"os"
+	"testing"
+
+	amqp "github.com/rabbitmq/amqp091-go"
+
+	"github.com/asya-sh/asya-sync/api/v1alpha1"
+	_ "github.com/asya-sh/asya-sync/internal/golden" // accepts -update like every test package
+	"github.com/asya-sh/asya-sync/internal/testenv"
+	"github.com/asya-sh/asya-sync/transport"
+)
+
+// testExchange is shared by the run's tests and deleted after.
+var testExchange = "asya-test-" + testenv.RunID
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	deleteTestExchange()
+	os.Exit(code)
+}
+
+// testSettings is a transport configuration for the test broker, with the
+// password in a file as in production.
+func testSettings(t *testing.T, change ...func(*Settings)) Settings {
+	t.Helper()
+	login := testenv.NewRabbitLogin(t)
+	cfg := Settings{
+		Host: login.Host, Port: login.Port, VHost: login.VHost, Username: login.Username,
+		PasswordFile: login.PasswordFile, Exchange: testExchange,
+		Queues: transport.Queues{DLQ: transport.DLQ{MaxRetryCount: 3}},
+	}
+	for _, c := range change {
+		c(&cfg)
+	}
+	return cfg
+}
+
+func withDLQ(c *Settings)        { c.Queues.DLQ.Enabled = true }
+func withManagement(c *Settings) { c.ManagementURL = testenv.RabbitManagementURL() }
+func withoutAutoCreate(c *Settings) {
+	off := false
+	c.Queues.AutoCreate = &off
+}
+
+// newBroker opens a broker closed at the end of the test.
+func newBroker(t *testing.T, change ...func(*Settings)) *Broker {
+	t.Helper()
+	testenv.NeedRabbitMQ(t)
+	r := New("test-"+testenv.ActorName("conn"), testSettings(t, change...), nil)
+	t.Cleanup(func() { r.Close() })
+	return r
+}
+
+// amqpChannel is a channel of the test's own, to act on the broker by hand.
+func amqpChannel(t *testing.T) *amqp.Channel {
+	t.Helper()
+	ch, err := testenv.Rabbit(t).Channel()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ch
+}
+
+// queueExists checks by passive declare, on a channel of its own because
+// a missing queue closes the channel.
+func queueExists(t *testing.T, queue string) (messages int, exists bool) {
+	t.Helper()
+	ch := amqpChannel(t)
+	defer ch.Close()
+	q, err := ch.QueueDeclarePassive(queue, true, false, false, false, nil)
+	if isAMQPCode(err, amqp.NotFound) {
+		return 0, false
+	}
+	if err != nil {
+		t.Fatalf("passive declare %s: %v", queue, err)
+	}
+	return q.Messages, true
+}
+
+// cleanupRabbitQueues deletes the actors' queues at the end of the test.
+func cleanupRabbitQueues(t *testing.T, actors ...string) {
+	t.Cleanup(func() {
+		conn, err := amqp.Dial(testenv.RabbitURL())
+		if err != nil {
+			return
+		}
+		defer conn.Close()
+		ch, err := conn.Channel()
+		if err != nil {
+			return
+		}
+		for _, actor := range actors {
+			ch.QueueDelete(v1alpha1.QueueName(actor), false, false, false)
+			ch.QueueDelete(dlqName(actor), false, false, false)
+		}
+	})
+}
+
+func deleteTestExchange() {
+	conn, err := amqp.Dial(testenv.RabbitURL())
+	if err != nil {
+		return
+	}
+	defer conn.Close()
+	if ch, err := conn.Channel(); err == nil {
+		ch.ExchangeDelete(testExchange, false, false)
+	}
+}
+
+// wantReason fails unless err is a transport Error with that reason.
+func wantReason(t *testing.T, err error, reason string) *transport.Error {
+	t.Helper()
+	te := transport.AsError(err)
+	if te == nil || te.Reason != reason {
+		t.Fatalf("error = %v, want reason %s", err, reason)
+	}
+	return te
+}
+
+// deref shows an unknown count as -1.
+func deref(p *int64) string {
+	if p == nil {
+		return "-1"
+	}
+	return fmt.Sprint(*p)
+}

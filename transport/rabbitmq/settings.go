@@ -1,0 +1,86 @@
+// Package rabbitmq is the RabbitMQ kind of transport: its configuration,
+// what the actor's sidecar and KEDA need to reach the broker, and the
+// broker client that manages the actors' queues.
+package rabbitmq
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/asya-sh/asya-sync/transport"
+)
+
+// Type is the configuration's "type" of a RabbitMQ transport.
+const Type = "rabbitmq"
+
+// Defaults of SPEC §4.
+const (
+	DefaultPort     = 5672
+	DefaultVHost    = "/"
+	DefaultUsername = "guest"
+)
+
+// Settings is a RabbitMQ transport's "config".
+type Settings struct {
+	Host     string `json:"host"`
+	Port     int    `json:"port"`
+	VHost    string `json:"vhost"`
+	Username string `json:"username"`
+	// PasswordSecretRef is read by sidecars and KEDA in the actor's namespace.
+	PasswordSecretRef *transport.SecretKeyRef `json:"passwordSecretRef,omitempty"`
+	// PasswordFile holds the service's own password; without it, "guest".
+	PasswordFile  string           `json:"passwordFile,omitempty"`
+	ManagementURL string           `json:"managementURL,omitempty"`
+	Exchange      string           `json:"exchange,omitempty"`
+	Queues        transport.Queues `json:"queues"`
+}
+
+var _ transport.Kind = (*Settings)(nil)
+
+// Type implements transport.Kind.
+func (*Settings) Type() string { return Type }
+
+// Check implements transport.Kind.
+func (s *Settings) Check() error {
+	if s.Port == 0 {
+		s.Port = DefaultPort
+	}
+	if s.VHost == "" {
+		s.VHost = DefaultVHost
+	}
+	if s.Username == "" {
+		s.Username = DefaultUsername
+	}
+	switch {
+	case s.Host == "":
+		return errors.New("host: required")
+	case s.Port < 1 || s.Port > 65535:
+		return fmt.Errorf("port: %d is not a TCP port", s.Port)
+	}
+	if err := s.PasswordSecretRef.Check("passwordSecretRef"); err != nil {
+		return err
+	}
+	if err := s.Queues.Check(); err != nil {
+		return err
+	}
+	if s.Queues.DLQ.RetentionDays != 0 {
+		return errors.New("queues.dlq.retentionDays: only SQS transports support it")
+	}
+	return nil
+}
+
+// SecretRefs implements transport.Kind: the password's, if configured.
+func (s *Settings) SecretRefs() []transport.SecretKeyRef {
+	if s.PasswordSecretRef == nil {
+		return nil
+	}
+	return []transport.SecretKeyRef{*s.PasswordSecretRef}
+}
+
+// PodRole implements transport.Kind: RabbitMQ needs no cloud identity.
+func (*Settings) PodRole() string { return "" }
+
+// Open implements transport.Kind.
+func (s *Settings) Open(name string, opts transport.Options) (transport.Broker, error) {
+	return New(name, *s, opts.HTTPClient), nil
+}
