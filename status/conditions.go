@@ -75,7 +75,7 @@ func (o *observation) transportCondition() condition {
 func (o *observation) workloadCondition() condition {
 	switch {
 	case o.terminating:
-		return condition{metav1.ConditionFalse, Terminating, "the actor is being deleted; Metacontroller removes its children"}
+		return condition{metav1.ConditionFalse, Terminating, "the actor is being deleted; once it is gone, garbage collection removes its children"}
 	case o.issue != nil:
 		return condition{metav1.ConditionFalse, o.issue.reason, o.issue.message}
 	case o.in.Workload == nil:

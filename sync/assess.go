@@ -98,15 +98,14 @@ func (a *assessment) valid() bool {
 	return a.found && len(a.problems) == 0
 }
 
-// children are the desired children: none while the actor is being
-// deleted (garbage collection removes them through their owner
-// references), those last applied while its spec is invalid, else the
-// ones built from it.
+// children are the desired children: while the actor is being deleted or
+// its spec is invalid, the observed ones as they were last applied, so
+// that Metacontroller changes and deletes none of them (once the actor is
+// gone, garbage collection removes them through their owner references,
+// which spares Metacontroller a delete per child); else the ones built
+// from the spec.
 func (a *assessment) children() ([]map[string]any, error) {
-	switch {
-	case a.req.Finalizing:
-		return []map[string]any{}, nil
-	case !a.valid():
+	if a.req.Finalizing || !a.valid() {
 		return keepObserved(a.req)
 	}
 	objs := children.Build(a.build)

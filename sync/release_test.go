@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
 	amqp "github.com/rabbitmq/amqp091-go"
 
 	"github.com/asya-sh/asya-sync/api/hook"
@@ -94,20 +95,23 @@ func TestFinalizeDeletesQueueWithMessagesAndIsIdempotent(t *testing.T) {
 }
 
 // TestFinalizeDoesNotWaitForChildren: the queue is gone, so the actor is
-// finalized at once; garbage collection removes the observed children.
+// finalized at once. Its children are answered as last applied, so that
+// Metacontroller leaves them to garbage collection.
 func TestFinalizeDoesNotWaitForChildren(t *testing.T) {
 	testenv.Rabbit(t)
 	h := finalizeHandler(t, 5672)
-	child := map[string]any{"apiVersion": "apps/v1", "kind": "Deployment",
-		"metadata": map[string]any{"name": "x", "namespace": "ml"}}
+	applied := `{"apiVersion":"apps/v1","kind":"Deployment","metadata":{"name":"x","namespace":"ml"}}`
+	child := map[string]any{"apiVersion": "apps/v1", "kind": "Deployment", "metadata": map[string]any{
+		"name": "x", "namespace": "ml", "uid": "u1", "annotations": map[string]any{AnnotationLastApplied: applied}}}
 	resp, err := h.Answer(context.Background(), finalizeRequest(t, testenv.UniqueName("kids"), "mq", nil,
 		map[string]any{"Deployment.apps/v1": map[string]any{"ml/x": child}}))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !resp.Finalized || len(resp.Children) != 0 || resp.ResyncAfterSeconds != 0 {
-		t.Errorf("finalized=%v children=%v resync=%v, want finalized with no desired children and no resync",
-			resp.Finalized, resp.Children, resp.ResyncAfterSeconds)
+	want := []map[string]any{{"apiVersion": "apps/v1", "kind": "Deployment", "metadata": map[string]any{"name": "x", "namespace": "ml"}}}
+	if !resp.Finalized || resp.ResyncAfterSeconds != 0 || !cmp.Equal(resp.Children, want) {
+		t.Errorf("finalized=%v resync=%v children=%v, want finalized with no resync and the child as last applied",
+			resp.Finalized, resp.ResyncAfterSeconds, resp.Children)
 	}
 }
 
