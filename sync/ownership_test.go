@@ -19,11 +19,8 @@ import (
 
 	"github.com/asya-sh/asya-sync/api/hook"
 	"github.com/asya-sh/asya-sync/api/v1alpha1"
-	"github.com/asya-sh/asya-sync/config"
 	"github.com/asya-sh/asya-sync/internal/testenv"
-	asyaruntime "github.com/asya-sh/asya-sync/runtime"
 	hooksync "github.com/asya-sh/asya-sync/sync"
-	"github.com/asya-sh/asya-sync/transport"
 )
 
 // These tests run two actors of one name in two namespaces through the
@@ -38,20 +35,11 @@ func newHandler(t *testing.T) *hooksync.Handler {
 	t.Setenv("AWS_ACCESS_KEY_ID", "test")
 	t.Setenv("AWS_SECRET_ACCESS_KEY", "test")
 	t.Setenv("AWS_EC2_METADATA_DISABLED", "true")
-	cfg, err := config.Parse([]byte(`
+	return hooksync.NewBrokerHandler(t, `
 transports:
   mq: {type: rabbitmq, config: {host: 127.0.0.1, port: 5672}}
-  sqs: {type: sqs, config: {region: us-east-1, accountId: "000000000000", endpoint: "` + sqsEndpoint + `"}}
-`))
-	if err != nil {
-		t.Fatal(err)
-	}
-	set, err := transport.Open(cfg.Enabled(), cfg.QueueCacheTTL.Duration, transport.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { set.Close() })
-	return &hooksync.Handler{Config: cfg, Transports: set, Script: asyaruntime.Script{Source: "#\n", Hash: "0"}, Now: time.Now}
+  sqs: {type: sqs, config: {region: us-east-1, accountId: "000000000000", endpoint: "`+sqsEndpoint+`"}}
+`)
 }
 
 // actor is one AsyncActor as the API server returns it.

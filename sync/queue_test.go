@@ -5,11 +5,9 @@ import (
 	"fmt"
 	"path/filepath"
 	"testing"
-	"time"
 
 	"github.com/asya-sh/asya-sync/api/hook"
 	"github.com/asya-sh/asya-sync/api/v1alpha1"
-	"github.com/asya-sh/asya-sync/config"
 	"github.com/asya-sh/asya-sync/internal/testenv"
 	"github.com/asya-sh/asya-sync/transport"
 )
@@ -20,16 +18,7 @@ import (
 
 func rabbitHandler(t *testing.T, port int) *Handler {
 	t.Helper()
-	cfg, err := config.Parse([]byte(fmt.Sprintf("transports: {rabbitmq: {type: rabbitmq, config: {host: 127.0.0.1, port: %d, exchange: asya-test}}}", port)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	set, err := transport.Open(cfg.Enabled(), cfg.QueueCacheTTL.Duration, transport.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { set.Close() })
-	return &Handler{Config: cfg, Transports: set, Script: testScript, Now: time.Now}
+	return NewBrokerHandler(t, fmt.Sprintf("transports: {rabbitmq: {type: rabbitmq, config: {host: 127.0.0.1, port: %d, exchange: asya-test}}}", port))
 }
 
 // actorRequest is the minimal golden request for an actor of another name.

@@ -13,7 +13,6 @@ import (
 
 	"github.com/asya-sh/asya-sync/api/hook"
 	"github.com/asya-sh/asya-sync/api/v1alpha1"
-	"github.com/asya-sh/asya-sync/config"
 	"github.com/asya-sh/asya-sync/finalize"
 	"github.com/asya-sh/asya-sync/internal/testenv"
 	"github.com/asya-sh/asya-sync/transport"
@@ -23,20 +22,11 @@ import (
 
 func finalizeHandler(t *testing.T, port int) *Handler {
 	t.Helper()
-	cfg, err := config.Parse([]byte(fmt.Sprintf(`
+	return NewBrokerHandler(t, fmt.Sprintf(`
 transports:
   mq: {type: rabbitmq, config: {host: 127.0.0.1, port: %d}}
   off: {type: rabbitmq, enabled: false, config: {host: 127.0.0.1}}
-`, port)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	set, err := transport.Open(cfg.Enabled(), cfg.QueueCacheTTL.Duration, transport.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { set.Close() })
-	return &Handler{Config: cfg, Transports: set, Script: testScript, Now: time.Now}
+`, port))
 }
 
 func finalizeRequest(t *testing.T, name, transportName string, annotations map[string]string, children map[string]any) *hook.SyncRequest {
