@@ -38,6 +38,8 @@ type server struct {
 	// auth, when set, refuses hook calls without valid credentials
 	// (auth.go); probes and metrics stay open.
 	auth *credentials
+	// admit, when set, limits the syncs computing at once (admission.go).
+	admit *admission
 }
 
 // outcome is what a hook call produced, for logs and metrics.
@@ -60,7 +62,7 @@ func (s *server) routes() http.Handler {
 			r.Use(s.auth.require)
 		}
 		r.Use(lendBuffers)
-		r.Post("/sync", s.hook("sync", s.handleSync))
+		r.Post("/sync", s.hook("sync", s.admit.limit(s.handleSync)))
 		r.Post("/finalize", s.hook("finalize", s.handleFinalize))
 		r.Post("/customize", s.hook("customize", s.handleCustomize))
 	})
