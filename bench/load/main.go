@@ -27,6 +27,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -72,10 +73,21 @@ func run(bin, configPath, request string, clients int, duration time.Duration, w
 	if err != nil {
 		return err
 	}
+	serverCPU0, err := processCPU(srv.Process.Pid)
+	if err != nil {
+		return err
+	}
+	selfCPU0 := selfCPU()
 	res := load(client, url, body, clients, duration, withETag, first)
 	if res.err != nil {
 		return res.err
 	}
+	serverCPU1, err := processCPU(srv.Process.Pid)
+	if err != nil {
+		return err
+	}
+	selfCPU := selfCPU() - selfCPU0
+	serverCPU := serverCPU1 - serverCPU0
 	rss, err := peakRSS(srv.Process.Pid)
 	if err != nil {
 		return err
@@ -87,13 +99,15 @@ func run(bin, configPath, request string, clients int, duration time.Duration, w
 		mode = "304 (ETag)"
 	}
 	if header {
-		fmt.Println("| load | answers | syncs/s | p50 | p99 | peak RSS | json.Valid | syncs/s × json.Valid ÷ cores | response bytes |")
-		fmt.Println("|---|---|---|---|---|---|---|---|---|")
+		fmt.Println("| load | answers | syncs/s | p50 | p99 | peak RSS | json.Valid | syncs/s × json.Valid ÷ cores | response bytes | CPU per sync: server, clients |")
+		fmt.Println("|---|---|---|---|---|---|---|---|---|---|")
 	}
-	fmt.Printf("| %d clients, %s, %d-byte request | %s | %.0f | %s | %s | %.0f MB | %s | %.3f | %d |\n",
+	n := time.Duration(max(len(res.latencies), 1))
+	fmt.Printf("| %d clients, %s, %d-byte request | %s | %.0f | %s | %s | %.0f MB | %s | %.3f | %d | %s, %s |\n",
 		clients, duration, len(body), mode, rate,
 		ms(percentile(res.latencies, 50)), ms(percentile(res.latencies, 99)), float64(rss)/(1<<20),
-		ms(floor), rate*floor.Seconds()/float64(runtime.NumCPU()), res.bytes/int64(max(len(res.latencies), 1)))
+		ms(floor), rate*floor.Seconds()/float64(runtime.NumCPU()), res.bytes/int64(n),
+		ms(serverCPU/n), ms(selfCPU/n))
 	return nil
 }
 
@@ -209,6 +223,40 @@ func freeAddr() (string, error) {
 	}
 	defer l.Close()
 	return l.Addr().String(), nil
+}
+
+// processCPU is the user and system CPU time the process has used.
+func processCPU(pid int) (time.Duration, error) {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0, err
+	}
+	// The fields after the command name, which is in parentheses: utime
+	// and stime are the 12th and 13th, in clock ticks (100 per second on
+	// Linux).
+	_, rest, ok := strings.Cut(string(data), ") ")
+	fields := strings.Fields(rest)
+	if !ok || len(fields) < 13 {
+		return 0, errors.New("unexpected /proc stat")
+	}
+	var ticks int64
+	for _, f := range fields[11:13] {
+		t, err := strconv.ParseInt(f, 10, 64)
+		if err != nil {
+			return 0, err
+		}
+		ticks += t
+	}
+	return time.Duration(ticks) * 10 * time.Millisecond, nil
+}
+
+// selfCPU is the user and system CPU time this process has used.
+func selfCPU() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 // peakRSS is the process's high-water resident set (VmHWM), in bytes.

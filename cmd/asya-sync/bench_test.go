@@ -34,7 +34,7 @@ func benchBody(b *testing.B, name string) []byte {
 
 // benchServer answers as the golden cases are answered: their service
 // configuration, no broker (the queue ensure is cached in steady state).
-func benchServer(b *testing.B) *server {
+func benchServer(b testing.TB) *server {
 	cfg, err := config.Load("../../testdata/sync/config.yaml")
 	if err != nil {
 		b.Fatal(err)

@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"runtime"
 	"syscall"
 	"time"
 
@@ -29,6 +30,7 @@ func runServe(args []string) error {
 		"also serve /metrics, /healthz and /readyz, over plain HTTP, on this address")
 	maxBody := fs.Int64("max-body-bytes", DefaultMaxBody, "largest hook request accepted")
 	hookTimeout := fs.Duration("hook-timeout", 10*time.Second, "Metacontroller's webhook timeout, exported for the hook latency alert")
+	maxSyncs := fs.Int("max-concurrent-syncs", runtime.GOMAXPROCS(0), "syncs computing at once; more wait their turn in arrival order (0: no limit)")
 	actorWindow := fs.Duration("actor-status-window", DefaultActorStatusWindow, "how long asya_sync_actors counts an actor after its last sync here")
 	var files credentialFiles
 	fs.StringVar(&files.certFile, "tls-cert-file", os.Getenv("ASYA_SYNC_TLS_CERT_FILE"), "serve HTTPS with this PEM certificate (chain)")
@@ -67,10 +69,11 @@ func runServe(args []string) error {
 		log.Warn().Msg("hooks accept calls from anyone: no --auth-token-file or --client-ca-file")
 	}
 	srv := &server{
-		hooks:   &hooksync.Handler{Config: cfg, Transports: brokers, Script: script, Now: time.Now},
+		hooks:   &hooksync.Handler{Config: cfg, Transports: yieldingBrokers{brokers}, Script: script, Now: time.Now},
 		log:     log,
 		metrics: m,
 		maxBody: *maxBody,
+		admit:   newAdmission(*maxSyncs),
 	}
 	if files.authenticates() {
 		srv.auth = creds

@@ -36,6 +36,8 @@ type server struct {
 	// auth, when set, refuses hook calls without valid credentials
 	// (auth.go); probes and metrics stay open.
 	auth *credentials
+	// admit, when set, limits the syncs computing at once (admission.go).
+	admit *admission
 }
 
 // outcome is what a hook call produced, for logs and metrics.
@@ -57,7 +59,8 @@ func (s *server) routes() http.Handler {
 		if s.auth != nil {
 			r.Use(s.auth.require)
 		}
-		r.Post("/sync", s.hook("sync", s.handleSync))
+		r.Use(lendBuffers)
+		r.Post("/sync", s.hook("sync", s.admit.limit(s.handleSync)))
 		r.Post("/finalize", s.hook("finalize", s.handleFinalize))
 		r.Post("/customize", s.hook("customize", s.handleCustomize))
 	})
@@ -122,7 +125,7 @@ func (s *server) serve(r *http.Request, fn hookFunc) (int, outcome, error) {
 // copied again and again as the buffer grows.
 func readBody(r *http.Request, limit int64) ([]byte, error) {
 	size := min(max(r.ContentLength, 0), limit) + bytes.MinRead
-	buf := bytes.NewBuffer(make([]byte, 0, size))
+	buf := bytes.NewBuffer(bodyBuffer(r, size))
 	_, err := buf.ReadFrom(http.MaxBytesReader(nil, r.Body, limit))
 	return buf.Bytes(), err
 }
@@ -177,12 +180,11 @@ func (s *server) handleCustomize(_ context.Context, body []byte) (outcome, error
 // that already holds that very answer (Metacontroller's webhook etag
 // cache sends its ETag in If-None-Match) gets 304 and no body.
 func writeAnswer(w http.ResponseWriter, r *http.Request, code int, v any) {
-	body, err := json.Marshal(v)
+	body, err := encodeAnswer(r, v)
 	if err != nil {
 		writeJSON(w, http.StatusInternalServerError, map[string]string{"error": err.Error()})
 		return
 	}
-	body = append(body, '\n')
 	tag := etag(body)
 	w.Header().Set("ETag", tag)
 	if code == http.StatusOK && r.Header.Get("If-None-Match") == tag {
