@@ -109,7 +109,7 @@ func decodeObject(body []byte, into any) error {
 	if trimmed[0] != '{' {
 		return errors.New("request body is not a JSON object")
 	}
-	if err := json.Unmarshal(trimmed, into); err != nil {
+	if err := unmarshal(trimmed, into); err != nil {
 		return fmt.Errorf("invalid request JSON: %w", err)
 	}
 	return nil

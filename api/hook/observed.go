@@ -253,7 +253,7 @@ func (r *SyncRequest) AllChildren() (Objects, error) {
 	var all struct {
 		Children Objects `json:"children"`
 	}
-	if err := json.Unmarshal(r.body, &all); err != nil {
+	if err := unmarshal(r.body, &all); err != nil {
 		return nil, err
 	}
 	return all.Children, nil
