@@ -73,7 +73,7 @@ func analyzePods(pods []corev1.Pod, now time.Time) podReport {
 // livePods are the pods that count, sorted by name so that the pod a
 // message names does not depend on the order they were listed in.
 func livePods(pods []corev1.Pod) []corev1.Pod {
-	var live []corev1.Pod
+	live := make([]corev1.Pod, 0, len(pods))
 	for _, p := range pods {
 		if p.DeletionTimestamp != nil || p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed {
 			continue

@@ -63,7 +63,10 @@ func (a *assessment) hpa() *autoscalingv2.HorizontalPodAutoscaler {
 }
 
 func (a *assessment) pods() []corev1.Pod {
-	var out []corev1.Pod
+	if len(a.req.Related.Pods) == 0 {
+		return nil
+	}
+	out := make([]corev1.Pod, 0, len(a.req.Related.Pods))
 	for _, pod := range hook.Sorted(a.req.Related.Pods) {
 		out = append(out, pod.Typed())
 	}
