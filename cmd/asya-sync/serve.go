@@ -22,76 +22,102 @@ import (
 	"github.com/asya-sh/asya-sync/transport"
 )
 
-func runServe(args []string) error {
+// serveFlags are the serve command's settings.
+type serveFlags struct {
+	configPath, listen, metricsListen string
+	maxBody                           int64
+	hookTimeout, actorWindow          time.Duration
+	maxSyncs                          int
+	files                             credentialFiles
+}
+
+func parseServeFlags(args []string) (serveFlags, error) {
+	var f serveFlags
 	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
-	configPath := fs.String("config", os.Getenv("ASYA_SYNC_CONFIG"), "service configuration file")
-	listen := fs.String("listen", ":8080", "address to listen on")
-	metricsListen := fs.String("metrics-listen", os.Getenv("ASYA_SYNC_METRICS_LISTEN"),
+	fs.StringVar(&f.configPath, "config", os.Getenv("ASYA_SYNC_CONFIG"), "service configuration file")
+	fs.StringVar(&f.listen, "listen", ":8080", "address to listen on")
+	fs.StringVar(&f.metricsListen, "metrics-listen", os.Getenv("ASYA_SYNC_METRICS_LISTEN"),
 		"also serve /metrics, /healthz and /readyz, over plain HTTP, on this address")
-	maxBody := fs.Int64("max-body-bytes", DefaultMaxBody, "largest hook request accepted")
-	hookTimeout := fs.Duration("hook-timeout", 10*time.Second, "Metacontroller's webhook timeout, exported for the hook latency alert")
-	maxSyncs := fs.Int("max-concurrent-syncs", runtime.GOMAXPROCS(0), "syncs computing at once; more wait their turn in arrival order (0: no limit)")
-	actorWindow := fs.Duration("actor-status-window", DefaultActorStatusWindow, "how long asya_sync_actors counts an actor after its last sync here")
-	var files credentialFiles
-	fs.StringVar(&files.certFile, "tls-cert-file", os.Getenv("ASYA_SYNC_TLS_CERT_FILE"), "serve HTTPS with this PEM certificate (chain)")
-	fs.StringVar(&files.keyFile, "tls-key-file", os.Getenv("ASYA_SYNC_TLS_KEY_FILE"), "private key of --tls-cert-file")
-	fs.StringVar(&files.clientCAFile, "client-ca-file", os.Getenv("ASYA_SYNC_CLIENT_CA_FILE"), "require hook calls to present a client certificate signed by this CA")
-	fs.StringVar(&files.tokenFile, "auth-token-file", os.Getenv("ASYA_SYNC_AUTH_TOKEN_FILE"), "require hook calls to present Authorization: Bearer <the file's content>")
+	fs.Int64Var(&f.maxBody, "max-body-bytes", DefaultMaxBody, "largest hook request accepted")
+	fs.DurationVar(&f.hookTimeout, "hook-timeout", 10*time.Second, "Metacontroller's webhook timeout, exported for the hook latency alert")
+	fs.IntVar(&f.maxSyncs, "max-concurrent-syncs", runtime.GOMAXPROCS(0), "syncs computing at once; more wait their turn in arrival order (0: no limit)")
+	fs.DurationVar(&f.actorWindow, "actor-status-window", DefaultActorStatusWindow, "how long asya_sync_actors counts an actor after its last sync here")
+	fs.StringVar(&f.files.certFile, "tls-cert-file", os.Getenv("ASYA_SYNC_TLS_CERT_FILE"), "serve HTTPS with this PEM certificate (chain)")
+	fs.StringVar(&f.files.keyFile, "tls-key-file", os.Getenv("ASYA_SYNC_TLS_KEY_FILE"), "private key of --tls-cert-file")
+	fs.StringVar(&f.files.clientCAFile, "client-ca-file", os.Getenv("ASYA_SYNC_CLIENT_CA_FILE"), "require hook calls to present a client certificate signed by this CA")
+	fs.StringVar(&f.files.tokenFile, "auth-token-file", os.Getenv("ASYA_SYNC_AUTH_TOKEN_FILE"), "require hook calls to present Authorization: Bearer <the file's content>")
 	if err := fs.Parse(args); err != nil {
+		return f, err
+	}
+	if f.configPath == "" {
+		return f, errors.New("serve needs --config or ASYA_SYNC_CONFIG")
+	}
+	return f, nil
+}
+
+func runServe(args []string) error {
+	f, err := parseServeFlags(args)
+	if err != nil {
 		return err
 	}
 	log := zerolog.New(os.Stdout).With().Timestamp().Logger()
 	build := version.Get()
 	log.Info().Str("version", build.Version).Str("commit", build.Commit).Str("go", build.GoVersion).Msg("starting asya-sync")
-	if *configPath == "" {
-		return errors.New("serve needs --config or ASYA_SYNC_CONFIG")
-	}
-	cfg, err := config.Load(*configPath)
-	if err != nil {
-		return err
-	}
-	script, err := asyaruntime.Load(os.Getenv("ASYA_RUNTIME_SCRIPT_PATH"))
-	if err != nil {
-		return err
-	}
-	m := newMetrics()
-	m.addServiceMetrics(*hookTimeout, *actorWindow)
-	brokers, err := transport.Open(cfg.Enabled(), cfg.QueueCacheTTL.Duration, transport.Options{Metrics: transport.NewMetrics(m.registry)})
+	srv, creds, brokers, err := newServer(f, log)
 	if err != nil {
 		return err
 	}
 	defer brokers.Close()
-	creds, err := newCredentials(files, log, m.registry)
-	if err != nil {
-		return err
-	}
-	if !files.authenticates() {
-		log.Warn().Msg("hooks accept calls from anyone: no --auth-token-file or --client-ca-file")
-	}
-	srv := &server{
-		hooks:   &hooksync.Handler{Config: cfg, Transports: yieldingBrokers{brokers}, Script: script, Now: time.Now},
-		log:     log,
-		metrics: m,
-		maxBody: *maxBody,
-		admit:   newAdmission(*maxSyncs),
-	}
-	if files.authenticates() {
-		srv.auth = creds
-	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
 	defer stop()
-	hooks, err := net.Listen("tcp", *listen)
+	hooks, err := net.Listen("tcp", f.listen)
 	if err != nil {
 		return err
 	}
 	var open net.Listener
-	if *metricsListen != "" {
-		if open, err = net.Listen("tcp", *metricsListen); err != nil {
+	if f.metricsListen != "" {
+		if open, err = net.Listen("tcp", f.metricsListen); err != nil {
 			hooks.Close()
 			return err
 		}
 	}
 	return srv.run(ctx, creds, hooks, open)
+}
+
+// newServer loads the configuration and the runtime script, opens the
+// brokers (the caller closes them) and sets up metrics and credentials.
+func newServer(f serveFlags, log zerolog.Logger) (*server, *credentials, transport.Set, error) {
+	cfg, err := config.Load(f.configPath)
+	if err != nil {
+		return nil, nil, transport.Set{}, err
+	}
+	script, err := asyaruntime.Load(os.Getenv("ASYA_RUNTIME_SCRIPT_PATH"))
+	if err != nil {
+		return nil, nil, transport.Set{}, err
+	}
+	m := newMetrics()
+	m.addServiceMetrics(f.hookTimeout, f.actorWindow)
+	creds, err := newCredentials(f.files, log, m.registry)
+	if err != nil {
+		return nil, nil, transport.Set{}, err
+	}
+	brokers, err := transport.Open(cfg.Enabled(), cfg.QueueCacheTTL.Duration, transport.Options{Metrics: transport.NewMetrics(m.registry)})
+	if err != nil {
+		return nil, nil, transport.Set{}, err
+	}
+	srv := &server{
+		hooks:   &hooksync.Handler{Config: cfg, Transports: yieldingBrokers{brokers}, Script: script, Now: time.Now},
+		log:     log,
+		metrics: m,
+		maxBody: f.maxBody,
+		admit:   newAdmission(f.maxSyncs),
+	}
+	if f.files.authenticates() {
+		srv.auth = creds
+	} else {
+		log.Warn().Msg("hooks accept calls from anyone: no --auth-token-file or --client-ca-file")
+	}
+	return srv, creds, brokers, nil
 }
 
 // run serves hooks on the hooks listener (HTTPS when creds has a
