@@ -14,6 +14,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"time"
 )
 
 // The driver plays Metacontroller's part for the CompositeController in
@@ -148,6 +149,7 @@ func (d *driver) post(ctx context.Context, hook string, req obj, resp any) error
 			hreq.Header.Set("If-None-Match", cached.etag)
 		}
 	}
+	start := time.Now()
 	hresp, err := wh.client.Do(hreq)
 	if err != nil {
 		return fmt.Errorf("%s hook: %w", hook, err)
@@ -157,6 +159,7 @@ func (d *driver) post(ctx context.Context, hook string, req obj, resp any) error
 	wh.mu.Lock()
 	wh.stats.Calls++
 	wh.stats.BytesIn += len(data)
+	wh.stats.Time += time.Since(start)
 	wh.mu.Unlock()
 	switch {
 	case hresp.StatusCode == http.StatusNotModified && cached.etag != "":
