@@ -17,7 +17,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$PWD
 BIN=${ASYA_E2E_BIN:-$ROOT/.cache/bin}
-TOOLS=(kube-apiserver etcd controller-gen helm kubectl)
+TOOLS=(kube-apiserver kube-controller-manager etcd controller-gen helm kubectl)
 KEDA_VERSION=v2.21.0
 PROMETHEUS_OPERATOR_VERSION=v0.85.0
 
@@ -78,7 +78,8 @@ build_tools() {
     local hv="-X helm.sh/helm/v3/internal/version.version=$helmv"
     hv+=" -X helm.sh/helm/v3/pkg/lint/rules.k8sVersionMajor=1 -X helm.sh/helm/v3/pkg/lint/rules.k8sVersionMinor=$minor"
     hv+=" -X helm.sh/helm/v3/pkg/chartutil.k8sVersionMajor=1 -X helm.sh/helm/v3/pkg/chartutil.k8sVersionMinor=$minor"
-    go build -trimpath -ldflags="-s $kv" -o "$BIN/" k8s.io/kubernetes/cmd/kube-apiserver k8s.io/kubernetes/cmd/kubectl
+    go build -trimpath -ldflags="-s $kv" -o "$BIN/" k8s.io/kubernetes/cmd/kube-apiserver \
+      k8s.io/kubernetes/cmd/kube-controller-manager k8s.io/kubernetes/cmd/kubectl
     go build -trimpath -ldflags="-s $hv" -o "$BIN/helm" helm.sh/helm/v3/cmd/helm
     go build -trimpath -ldflags=-s -o "$BIN/controller-gen" sigs.k8s.io/controller-tools/cmd/controller-gen
     # etcd's main package is the root of its server module.

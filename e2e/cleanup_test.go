@@ -16,8 +16,9 @@ import (
 // finalizeLeftovers deletes every actor the tests left behind and drives
 // finalize on each through the driver, so that every shape of actor the
 // tests created goes through finalize once, and checks that none leaves a
-// child behind. Finalize reports done only once the actor's queue is
-// released, so the brokers are left without test queues.
+// child behind once garbage collection has run. Finalize reports done only
+// once the actor's queue is released, so the brokers are left without test
+// queues.
 //
 // TestMain runs it after the tests, whichever ran (-run) and in whatever
 // order (-shuffle): it finalizes what those tests left. It reports every
@@ -56,8 +57,8 @@ func finalizeLeftovers() (ok bool) {
 	return true
 }
 
-// finalizeLeftover finalizes the actor a and checks that the driver finds
-// no child of it afterwards.
+// finalizeLeftover finalizes the actor a, waits for garbage collection and
+// checks that the driver finds no child of it afterwards.
 func finalizeLeftover(ctx context.Context, a obj) error {
 	if _, err := finalizeActor(ctx, str(a, "metadata", "namespace"), str(a, "metadata", "name")); err != nil {
 		return err

@@ -227,13 +227,16 @@ func newPKI(dir string) (*pki, error) {
 	return p, nil
 }
 
-// cluster is etcd plus kube-apiserver on loopback, with nothing else: no
-// scheduler, no controller-manager, no kubelet. Objects are stored and
-// validated; nothing acts on them unless a test does.
+// cluster is etcd plus kube-apiserver on loopback and, once startGC has
+// run, kube-controller-manager with its garbage collector only: no
+// scheduler, no other controller, no kubelet. Objects are stored and
+// validated, and an object whose owners are gone is deleted; nothing else
+// acts on them unless a test does.
 type cluster struct {
 	dir        string
 	etcd       *process
 	apiserver  *process
+	gc         *process
 	url        string
 	token      string
 	kubeconfig string
@@ -356,7 +359,63 @@ current-context: e2e
 	return c, nil
 }
 
+// startGC runs kube-controller-manager with only its garbage collector,
+// which deletes an object once every owner in its ownerReferences is gone,
+// as in any cluster. It finds the resources to watch through discovery when
+// it starts and every 30 s after, so it is started once the CRDs are
+// served. It is ready once it has collected a ConfigMap whose owner was
+// deleted.
+func (c *cluster) startGC(ctx context.Context, bin string) error {
+	var err error
+	c.gc, err = startProcess("kube-controller-manager", c.dir, nil, filepath.Join(bin, "kube-controller-manager"),
+		"--kubeconfig="+c.kubeconfig,
+		"--controllers=garbagecollector",
+		// The test token for everything: no service accounts here.
+		"--use-service-account-credentials=false",
+		"--leader-elect=false",
+		// No serving: nothing reads its health or metrics, and without a
+		// port it asks the API server for no authentication config.
+		"--secure-port=0",
+		"--v=1",
+	)
+	if err != nil {
+		return err
+	}
+	cm, err := c.client.byKind(ctx, "v1", "ConfigMap")
+	if err != nil {
+		return err
+	}
+	owner, err := c.client.create(ctx, obj{"apiVersion": "v1", "kind": "ConfigMap",
+		"metadata": obj{"generateName": "gc-probe-owner-", "namespace": "default"}}, false)
+	if err != nil {
+		return fmt.Errorf("garbage collector probe: %w", err)
+	}
+	dependent, err := c.client.create(ctx, obj{"apiVersion": "v1", "kind": "ConfigMap",
+		"metadata": obj{"generateName": "gc-probe-dependent-", "namespace": "default",
+			"ownerReferences": []any{obj{"apiVersion": "v1", "kind": "ConfigMap",
+				"name": str(owner, "metadata", "name"), "uid": str(owner, "metadata", "uid")}}}}, false)
+	if err != nil {
+		return fmt.Errorf("garbage collector probe: %w", err)
+	}
+	if err := c.client.delete(ctx, cm, "default", str(owner, "metadata", "name")); err != nil {
+		return fmt.Errorf("garbage collector probe: %w", err)
+	}
+	return waitFor("garbage collector", 2*time.Minute, c.gc, func() error {
+		_, err := c.client.get(ctx, cm, "default", str(dependent, "metadata", "name"))
+		if isStatus(err, 404) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		return fmt.Errorf("ConfigMap %s still there, its owner deleted", str(dependent, "metadata", "name"))
+	})
+}
+
 func (c *cluster) stop() {
+	if c.gc != nil {
+		c.gc.stop(10 * time.Second)
+	}
 	if c.apiserver != nil {
 		c.apiserver.stop(15 * time.Second)
 	}

@@ -14,6 +14,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"time"
 )
 
 // The driver plays Metacontroller's part for the CompositeController in
@@ -46,7 +47,8 @@ type driver struct {
 	//   - skipUnchanged leaves a child alone when applying it would change
 	//     nothing (every desired field is already there, with the same
 	//     last-applied annotation), as Metacontroller skips the update when
-	//     its three-way merge gives the observed object back.
+	//     its three-way merge gives the observed object back. Finalize
+	//     passes do so always.
 	customizeCache *customizeCache
 	skipUnchanged  bool
 	// answered, when set, may change a sync or finalize answer before the
@@ -147,6 +149,7 @@ func (d *driver) post(ctx context.Context, hook string, req obj, resp any) error
 			hreq.Header.Set("If-None-Match", cached.etag)
 		}
 	}
+	start := time.Now()
 	hresp, err := wh.client.Do(hreq)
 	if err != nil {
 		return fmt.Errorf("%s hook: %w", hook, err)
@@ -156,6 +159,7 @@ func (d *driver) post(ctx context.Context, hook string, req obj, resp any) error
 	wh.mu.Lock()
 	wh.stats.Calls++
 	wh.stats.BytesIn += len(data)
+	wh.stats.Time += time.Since(start)
 	wh.mu.Unlock()
 	switch {
 	case hresp.StatusCode == http.StatusNotModified && cached.etag != "":
@@ -279,8 +283,17 @@ func (d *driver) reconcile(ctx context.Context, ns, name string) (*pass, error) 
 		desired[key][str(c, "metadata", "name")] = c
 	}
 
+	// As Metacontroller's finalizer manager has it (ShouldFinalize): once
+	// the finalizer is removed, the children are no longer managed, whatever
+	// the answer lists; garbage collection removes them through their owner
+	// references once the parent is gone.
+	manage := !deleting || hasFinalizer(parent, d.finalizer())
+
 	// Delete observed children that are not desired.
 	for key, group := range observed {
+		if !manage {
+			break
+		}
 		for _, o := range group.(map[string]any) {
 			n := str(o.(obj), "metadata", "name")
 			if _, keep := desired[key][n]; keep {
@@ -303,7 +316,7 @@ func (d *driver) reconcile(ctx context.Context, ns, name string) (*pass, error) 
 	// Create or update the desired ones. Metacontroller records what it
 	// applied in an annotation; the hook relies on it when an actor's spec
 	// turns invalid.
-	{
+	if manage {
 		keys := make([]string, 0, len(desired))
 		for k := range desired {
 			keys = append(keys, k)
@@ -319,7 +332,7 @@ func (d *driver) reconcile(ctx context.Context, ns, name string) (*pass, error) 
 				c := desired[key][n]
 				group, _ := observed[key].(obj)
 				seen, _ := group[d.key(c)].(obj)
-				if err := d.applyChild(ctx, parent, c, seen); err != nil {
+				if err := d.applyChild(ctx, parent, c, seen, d.skipUnchanged || deleting); err != nil {
 					if errors.Is(err, errUnchanged) {
 						continue
 					}
@@ -375,8 +388,11 @@ var errUnchanged = errors.New("unchanged")
 // not observed (observed nil). Creating fails with errAlreadyExists when an object of that
 // name exists, as Metacontroller's create does. Both are server-side
 // applies by one field manager, so that a field dropped from the desired
-// child is removed, as Metacontroller's three-way merge removes it.
-func (d *driver) applyChild(ctx context.Context, parent, c, observed obj) error {
+// child is removed, as Metacontroller's three-way merge removes it. With
+// skipUnchanged, an update that would change nothing is not sent
+// (errUnchanged): always so in finalize, where an answer that keeps the
+// children as last applied must leave them alone, as Metacontroller does.
+func (d *driver) applyChild(ctx context.Context, parent, c, observed obj, skipUnchanged bool) error {
 	last, err := json.Marshal(c)
 	if err != nil {
 		return err
@@ -390,7 +406,7 @@ func (d *driver) applyChild(ctx context.Context, parent, c, observed obj) error 
 	}
 	ann[lastAppliedAnnotation] = string(last)
 	meta["ownerReferences"] = []any{controllerRef(parent)}
-	if observed != nil && d.skipUnchanged && subset(out, observed) {
+	if observed != nil && skipUnchanged && subset(out, observed) {
 		return errUnchanged
 	}
 	if observed == nil {

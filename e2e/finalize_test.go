@@ -6,6 +6,7 @@ import (
 	"context"
 	"fmt"
 	"path/filepath"
+	"sort"
 	"strings"
 	"testing"
 	"time"
@@ -37,9 +38,10 @@ func sqsQueueExists(t *testing.T, ctx context.Context, queue string) bool {
 	return false
 }
 
-// deleteAndFinalize deletes the actor and drives Metacontroller's finalize
-// loop until the finalizer is gone and the object with it; t fails if it
-// does not.
+// deleteAndFinalize deletes the actor, drives Metacontroller's finalize
+// loop until the finalizer is gone and the object with it, and waits until
+// garbage collection has removed its children; t fails if any of that does
+// not happen.
 func deleteAndFinalize(t *testing.T, ctx context.Context, ns, name string) []*pass {
 	t.Helper()
 	passes, err := finalizeActor(ctx, ns, name)
@@ -50,7 +52,8 @@ func deleteAndFinalize(t *testing.T, ctx context.Context, ns, name string) []*pa
 }
 
 // finalizeActor is deleteAndFinalize without a test: it returns the
-// finalize passes, or an error if the actor is not finalized.
+// finalize passes, or an error if the actor is not finalized or its
+// children are not collected.
 func finalizeActor(ctx context.Context, ns, name string) ([]*pass, error) {
 	k := env.cluster.client
 	if err := k.delete(ctx, actorGVR(), ns, name); err != nil {
@@ -73,6 +76,9 @@ func finalizeActor(ctx context.Context, ns, name string) ([]*pass, error) {
 		passes = append(passes, p)
 		if p.Gone {
 			env.timed("finalize "+ns+"/"+name, start)
+			if err := waitCollected(ctx, ns, str(a, "metadata", "uid")); err != nil {
+				return nil, err
+			}
 			return passes, nil
 		}
 		if p.Hook != "finalize" {
@@ -86,8 +92,59 @@ func finalizeActor(ctx context.Context, ns, name string) ([]*pass, error) {
 	return nil, fmt.Errorf("not finalized after %d passes; status %s", len(passes), mustJSON(a["status"]))
 }
 
+// waitCollected waits until no object of a child resource in ns is
+// controlled by, or labelled for, the parent of that UID: the finalize
+// answer keeps the children, and garbage collection removes them once the
+// parent is gone.
+func waitCollected(ctx context.Context, ns, uid string) error {
+	start := time.Now()
+	var left []string
+	deadline := start.Add(2 * time.Minute)
+	for {
+		var err error
+		if left, err = childrenLeft(ctx, ns, uid); err != nil {
+			return err
+		}
+		if len(left) == 0 {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("children left %s after the actor was gone: %s", time.Since(start).Round(time.Second), strings.Join(left, ", "))
+		}
+		if env.cluster.gc.exited() {
+			return fmt.Errorf("children left: %s; the garbage collector exited (%v):\n%s", strings.Join(left, ", "), env.cluster.gc.err, env.cluster.gc.tail(20))
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("children left: %s: %w", strings.Join(left, ", "), ctx.Err())
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
+
+// childrenLeft lists, as "Kind/name", the objects of the child resources in
+// ns that the parent of that UID controls or that carry its controller-uid
+// label, read from the API server.
+func childrenLeft(ctx context.Context, ns, uid string) ([]string, error) {
+	var left []string
+	for _, r := range env.driver.kids {
+		items, err := env.cluster.client.list(ctx, r, ns, "")
+		if err != nil {
+			return nil, fmt.Errorf("list %s: %w", r.Resource, err)
+		}
+		for _, it := range items {
+			if controllerUID(it) == uid || str(it, "metadata", "labels", controllerUIDLabel) == uid {
+				left = append(left, r.Kind+"/"+str(it, "metadata", "name"))
+			}
+		}
+	}
+	sort.Strings(left)
+	return left, nil
+}
+
 // TestFinalizeRemovesQueue deletes actors and checks that finalize removes
-// the children and the queue on the real broker, and that the object goes.
+// the queue on the real broker and leaves the children to garbage
+// collection, and that the object and then its children go.
 func TestFinalizeRemovesQueue(t *testing.T) {
 	ctx := ctxFor(t, 3*time.Minute)
 	ns := "e2e-finalize"
@@ -109,16 +166,21 @@ func TestFinalizeRemovesQueue(t *testing.T) {
 		if n := len(childrenOf(t, ctx, ns, "doomed")); n != 4 {
 			t.Errorf("%d children before delete, want 4", n)
 		}
+		uid := str(getActor(t, ctx, ns, "doomed"), "metadata", "uid")
 		passes := deleteAndFinalize(t, ctx, ns, "doomed")
 		if testenv.QueueExists(t, rabbit, "asya-doomed") {
 			t.Errorf("queue asya-doomed still exists after finalize")
 		}
-		deleted := 0
-		for _, p := range passes {
-			deleted += len(p.Deleted)
+		// Finalize keeps the children: Metacontroller neither deletes nor
+		// rewrites one, and garbage collection removes all four once the
+		// actor is gone (deleteAndFinalize waited for it).
+		for i, p := range passes {
+			if len(p.Deleted) > 0 || len(p.Applied) > 0 {
+				t.Errorf("finalize pass %d deleted %v and applied %v, want neither", i+1, p.Deleted, p.Applied)
+			}
 		}
-		if deleted != 4 {
-			t.Errorf("finalize deleted %d children, want 4", deleted)
+		if left, err := childrenLeft(ctx, ns, uid); err != nil || len(left) > 0 {
+			t.Errorf("children left after the actor was gone: %v %v", left, err)
 		}
 	})
 

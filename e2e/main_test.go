@@ -137,7 +137,7 @@ func setup() (e *testEnv, skip bool, err error) {
 	if e.bin == "" {
 		e.bin = filepath.Join(e.root, ".cache", "bin")
 	}
-	for _, tool := range []string{"etcd", "kube-apiserver", "kubectl", "helm"} {
+	for _, tool := range []string{"etcd", "kube-apiserver", "kube-controller-manager", "kubectl", "helm"} {
 		if _, err := os.Stat(filepath.Join(e.bin, tool)); err != nil {
 			return nil, true, fmt.Errorf("%s missing in %s (run .ci/e2e.sh tools)", tool, e.bin)
 		}
@@ -200,6 +200,13 @@ func setup() (e *testEnv, skip bool, err error) {
 		return e, false, err
 	}
 	e.timed("install CRDs (asya, KEDA, Metacontroller)", t)
+
+	t = time.Now()
+	if err := e.cluster.startGC(ctx, e.bin); err != nil {
+		<-buildErr
+		return e, false, err
+	}
+	e.timed("start the garbage collector", t)
 
 	if err := <-buildErr; err != nil {
 		return e, false, err

@@ -41,9 +41,10 @@ type etagEntry struct {
 // hookStats counts a hook's calls.
 type hookStats struct {
 	Calls       int
-	NotModified int // 304 answers
-	BytesSaved  int // bodies of the cached answers the 304s stood for
-	BytesIn     int // bodies received
+	NotModified int           // 304 answers
+	BytesSaved  int           // bodies of the cached answers the 304s stood for
+	BytesIn     int           // bodies received
+	Time        time.Duration // from sending the request to the end of the answer
 }
 
 func (w *webhook) snapshot() hookStats {

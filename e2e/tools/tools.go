@@ -1,14 +1,16 @@
 //go:build tools
 
 // Package tools pins the binaries the end-to-end tier runs: a real API
-// server and etcd, the CRD generator, Helm and kubectl. It lives in its own
-// module so that their dependencies never enter the service's module graph.
+// server and etcd, the controller manager (for its garbage collector), the
+// CRD generator, Helm and kubectl. It lives in its own module so that their
+// dependencies never enter the service's module graph.
 package tools
 
 import (
 	_ "go.etcd.io/etcd/server/v3"
 	_ "helm.sh/helm/v3/cmd/helm"
 	_ "k8s.io/kubernetes/cmd/kube-apiserver"
+	_ "k8s.io/kubernetes/cmd/kube-controller-manager"
 	_ "k8s.io/kubernetes/cmd/kubectl"
 	_ "sigs.k8s.io/controller-tools/cmd/controller-gen"
 )
