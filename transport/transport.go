@@ -115,12 +115,3 @@ func Find(l Lookup, name string) (Broker, *Error) {
 	}
 	return nil, &Error{Reason: ReasonBrokerUnavailable, Message: fmt.Sprintf("transport %q has no open broker connection", name)}
 }
-
-// WithTimeout bounds the broker calls of one hook call by d, or by
-// DefaultTimeout when d is not positive.
-func WithTimeout(ctx context.Context, d time.Duration) (context.Context, context.CancelFunc) {
-	if d <= 0 {
-		d = DefaultTimeout
-	}
-	return context.WithTimeout(ctx, d)
-}
