@@ -36,7 +36,7 @@ func ownConditions(prev []metav1.Condition) []metav1.Condition {
 func (o *observation) setConditions(st *v1alpha1.AsyncActorStatus) {
 	o.set(&st.Conditions, ConditionTransportReady, o.transportCondition())
 	o.set(&st.Conditions, ConditionWorkloadReady, o.workloadCondition())
-	if o.spec.Scaling.Enabled {
+	if o.actor.Spec.Scaling.Enabled {
 		o.set(&st.Conditions, ConditionScalingReady, o.scaling.condition)
 	} else {
 		meta.RemoveStatusCondition(&st.Conditions, ConditionScalingReady)
@@ -61,13 +61,13 @@ func (o *observation) transportCondition() condition {
 	switch {
 	case !t.Ready:
 		return condition{metav1.ConditionFalse, nonEmpty(t.Reason, "TransportNotReady"),
-			nonEmpty(t.Message, fmt.Sprintf("transport %q is not ready", o.spec.Transport))}
+			nonEmpty(t.Message, fmt.Sprintf("transport %q is not ready", o.actor.Spec.Transport))}
 	case o.terminating:
 		return condition{metav1.ConditionTrue, nonEmpty(t.Reason, "QueueReleased"),
 			nonEmpty(t.Message, "the actor is being deleted; its queue is deleted or, by policy, retained")}
 	}
 	return condition{metav1.ConditionTrue, nonEmpty(t.Reason, "QueueReady"),
-		nonEmpty(t.Message, fmt.Sprintf("transport %q is ready and the actor's queue exists", o.spec.Transport))}
+		nonEmpty(t.Message, fmt.Sprintf("transport %q is ready and the actor's queue exists", o.actor.Spec.Transport))}
 }
 
 // workloadCondition says whether the workload runs as wanted, and if not,
@@ -126,5 +126,5 @@ func (o *observation) missingSecretsMessage() string {
 		noun = "Secrets"
 	}
 	return fmt.Sprintf("%s %s referenced by transport %q not found in namespace %q",
-		noun, strings.Join(quoted, ", "), o.spec.Transport, o.actor.Namespace)
+		noun, strings.Join(quoted, ", "), o.actor.Spec.Transport, o.actor.Namespace)
 }

@@ -13,7 +13,6 @@ import (
 type observation struct {
 	in    Input
 	actor *v1alpha1.AsyncActor
-	spec  v1alpha1.AsyncActorSpec
 	// stamp is the clock as stored in timestamps. Kubernetes serializes
 	// times to the second, so a stored time must already be whole seconds
 	// for the status to read back equal to what was computed.
@@ -45,7 +44,6 @@ func observe(in Input) *observation {
 	o := &observation{
 		in:          in,
 		actor:       actor,
-		spec:        actor.Spec,
 		stamp:       metav1.NewTime(in.Now.Truncate(time.Second)),
 		terminating: actor.DeletionTimestamp != nil,
 		pods:        analyzePods(in.Pods, in.Now),
@@ -102,7 +100,7 @@ func (o *observation) workloadKind() string {
 	if o.in.Workload != nil && o.in.Workload.Kind != "" {
 		return o.in.Workload.Kind
 	}
-	return o.spec.Workload.Kind
+	return o.actor.Spec.Workload.Kind
 }
 
 func (o *observation) workloadName() string {

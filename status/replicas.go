@@ -78,7 +78,7 @@ func (o *observation) desiredReplicas() *int32 {
 		return ptr(int32(0))
 	}
 	if !o.scalingActive() {
-		return copyPtr(o.spec.Workload.Replicas)
+		return copyPtr(o.actor.Spec.Workload.Replicas)
 	}
 	if o.in.HPA == nil {
 		return nil

@@ -24,14 +24,14 @@ type scalingState struct {
 // answered yet the actor is waiting, not failing, for KEDAGracePeriod.
 func (o *observation) scalingState() scalingState {
 	switch {
-	case !o.spec.Scaling.Enabled:
+	case !o.actor.Spec.Scaling.Enabled:
 		return scalingState{}
 	case o.terminating:
 		return scalingState{condition: condition{metav1.ConditionFalse, Terminating, "the actor is being deleted"}}
 	case o.in.KEDAMissing:
 		return failedScaling("KEDANotInstalled", fmt.Sprintf(
 			"KEDA is not installed: the cluster has no ScaledObject resource (keda.sh/v1alpha1), so %s %s runs with spec.workload.replicas (%d)",
-			o.workloadKind(), o.workloadName(), *o.spec.Workload.Replicas))
+			o.workloadKind(), o.workloadName(), *o.actor.Spec.Workload.Replicas))
 	case o.in.Standby:
 		return scalingState{condition: condition{metav1.ConditionFalse, o.in.Queue.Reason,
 			"KEDA does not scale an actor that does not own its queue"}}
@@ -52,7 +52,7 @@ func (o *observation) scalingState() scalingState {
 // scalingActive: KEDA scales the workload, as spec.scaling.enabled asks,
 // unless the cluster has no KEDA or another actor owns the queue.
 func (o *observation) scalingActive() bool {
-	return o.spec.Scaling.Enabled && !o.in.KEDAMissing && !o.in.Standby
+	return o.actor.Spec.Scaling.Enabled && !o.in.KEDAMissing && !o.in.Standby
 }
 
 // blocked: the hook creates no new children while the spec is invalid or
