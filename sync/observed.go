@@ -76,7 +76,7 @@ func (a *assessment) pods() []corev1.Pod {
 // missingSecrets lists referenced Secrets that Metacontroller looked for
 // and did not find. Without a Secret group nothing was looked for.
 func (a *assessment) missingSecrets() []string {
-	if a.req.Related.Secrets == nil || !a.found {
+	if a.req.Related.Secrets == nil {
 		return nil
 	}
 	var missing []string
