@@ -1,8 +1,11 @@
 package sync
 
 import (
+	"encoding/json"
 	"testing"
 	"time"
+
+	"github.com/asya-sh/asya-sync/api/hook"
 
 	"github.com/asya-sh/asya-sync/config"
 	"github.com/asya-sh/asya-sync/transport"
@@ -23,4 +26,19 @@ func NewBrokerHandler(t *testing.T, yaml string) *Handler {
 	}
 	t.Cleanup(func() { set.Close() })
 	return &Handler{Config: cfg, Transports: set, Script: testScript, Now: time.Now}
+}
+
+// DecodeBody is the request Metacontroller would send as body, decoded as
+// the HTTP layer decodes it. Exported for this package's external tests.
+func DecodeBody(t *testing.T, body map[string]any) *hook.SyncRequest {
+	t.Helper()
+	data, err := json.Marshal(body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req, err := hook.DecodeSyncRequest(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return req
 }

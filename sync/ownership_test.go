@@ -2,7 +2,6 @@ package sync_test
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"net"
@@ -68,16 +67,8 @@ func request(t *testing.T, self actor, all ...actor) *hook.SyncRequest {
 	for _, a := range all {
 		group[a.namespace+"/"+a.name] = a.object()
 	}
-	body, err := json.Marshal(map[string]any{"parent": self.object(), "finalizing": self.deleting,
+	return hooksync.DecodeBody(t, map[string]any{"parent": self.object(), "finalizing": self.deleting,
 		"related": map[string]any{v1alpha1.Kind + "." + v1alpha1.GroupVersion.String(): group}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	req, err := hook.DecodeSyncRequest(body)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return req
 }
 
 // broker is what the test itself does on a transport's broker.

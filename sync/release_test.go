@@ -2,7 +2,6 @@ package sync
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"net"
 	"testing"
@@ -37,15 +36,7 @@ func finalizeRequest(t *testing.T, name, transportName string, annotations map[s
 			"deletionTimestamp": "2026-01-01T00:00:00Z"},
 		"spec": map[string]any{"transport": transportName},
 	}
-	body, err := json.Marshal(map[string]any{"parent": parent, "children": children, "finalizing": true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	req, err := hook.DecodeSyncRequest(body)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return req
+	return DecodeBody(t, map[string]any{"parent": parent, "children": children, "finalizing": true})
 }
 
 func declare(t *testing.T, conn *amqp.Connection, queue string, messages int) {
