@@ -13,6 +13,7 @@ import (
 	amqp "github.com/rabbitmq/amqp091-go"
 
 	"github.com/asya-sh/asya-sync/api/v1alpha1"
+	"github.com/asya-sh/asya-sync/internal/brokertest"
 	"github.com/asya-sh/asya-sync/internal/testenv"
 	"github.com/asya-sh/asya-sync/transport"
 )
@@ -141,7 +142,7 @@ func TestRabbitMQConflictingQueueIsReportedAndKept(t *testing.T) {
 			}
 			testenv.Eventually(t, 5*time.Second, "3 messages queued", func() bool { n, _ := queueExists(t, v1alpha1.QueueName(actor)); return n == 3 })
 
-			te := wantReason(t, r.Ensure(ctx, transport.Queue{Actor: actor}), transport.ReasonQueueConflict)
+			te := brokertest.WantReason(t, r.Ensure(ctx, transport.Queue{Actor: actor}), transport.ReasonQueueConflict)
 			t.Log(te)
 			for _, want := range tt.wantText {
 				if !strings.Contains(te.Error(), want) {
@@ -162,7 +163,7 @@ func TestRabbitMQAutoCreateOff(t *testing.T) {
 	actor := testenv.ActorName("nocreate")
 	cleanupRabbitQueues(t, actor)
 
-	te := wantReason(t, r.Ensure(ctx, transport.Queue{Actor: actor}), transport.ReasonQueueNotFound)
+	te := brokertest.WantReason(t, r.Ensure(ctx, transport.Queue{Actor: actor}), transport.ReasonQueueNotFound)
 	t.Log(te)
 	if !strings.Contains(te.Message, "autoCreate is off") {
 		t.Errorf("message %q does not say why", te.Message)
@@ -196,7 +197,7 @@ func TestRabbitMQUnreachableBroker(t *testing.T) {
 		start := time.Now()
 		err := op(ctx)
 		cancel()
-		te := wantReason(t, err, transport.ReasonBrokerUnavailable)
+		te := brokertest.WantReason(t, err, transport.ReasonBrokerUnavailable)
 		t.Log(te)
 		if took := time.Since(start); took > 2*time.Second {
 			t.Errorf("%s took %v to fail", name, took)
@@ -249,7 +250,7 @@ func TestRabbitMQCounts(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				got = deref(counts.Queued) + "/" + deref(counts.Processing)
+				got = brokertest.Count(counts.Queued) + "/" + brokertest.Count(counts.Processing)
 				return got == "2/"+tt.wantProcessing
 			})
 		})
@@ -261,7 +262,7 @@ func TestRabbitMQCountsOfMissingQueue(t *testing.T) {
 	testenv.NeedRabbitManagement(t)
 	for _, r := range []*Broker{newBroker(t), newBroker(t, withManagement)} {
 		_, err := r.Counts(testenv.Context(t), transport.Queue{Actor: testenv.ActorName("nocounts")})
-		wantReason(t, err, transport.ReasonQueueNotFound)
+		brokertest.WantReason(t, err, transport.ReasonQueueNotFound)
 	}
 }
 

@@ -1,7 +1,6 @@
 package rabbitmq
 
 import (
-	"fmt"
 	"os"
 	"testing"
 
@@ -108,22 +107,4 @@ func deleteTestExchange() {
 	if ch, err := conn.Channel(); err == nil {
 		ch.ExchangeDelete(testExchange, false, false)
 	}
-}
-
-// wantReason fails unless err is a transport Error with that reason.
-func wantReason(t *testing.T, err error, reason string) *transport.Error {
-	t.Helper()
-	te := transport.AsError(err)
-	if te == nil || te.Reason != reason {
-		t.Fatalf("error = %v, want reason %s", err, reason)
-	}
-	return te
-}
-
-// deref shows an unknown count as -1.
-func deref(p *int64) string {
-	if p == nil {
-		return "-1"
-	}
-	return fmt.Sprint(*p)
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/asya-sh/asya-sync/api/v1alpha1"
+	"github.com/asya-sh/asya-sync/internal/brokertest"
 	"github.com/asya-sh/asya-sync/internal/testenv"
 	"github.com/asya-sh/asya-sync/transport"
 )
@@ -24,24 +25,6 @@ import (
 func TestMain(m *testing.M) {
 	testenv.UseTestAWSCredentials()
 	os.Exit(m.Run())
-}
-
-// wantReason fails unless err is a transport Error with that reason.
-func wantReason(t *testing.T, err error, reason string) *transport.Error {
-	t.Helper()
-	te := transport.AsError(err)
-	if te == nil || te.Reason != reason {
-		t.Fatalf("error = %v, want reason %s", err, reason)
-	}
-	return te
-}
-
-// deref shows an unknown count as -1.
-func deref(p *int64) string {
-	if p == nil {
-		return "-1"
-	}
-	return fmt.Sprint(*p)
 }
 
 func sqsConfig(change ...func(*Settings)) Settings {
@@ -237,7 +220,7 @@ func TestSQSQueueDeletedRecently(t *testing.T) {
 	if err := s.Delete(ctx, q); err != nil {
 		t.Fatal(err)
 	}
-	te := wantReason(t, s.Ensure(ctx, q), transport.ReasonQueueDeletedRecently)
+	te := brokertest.WantReason(t, s.Ensure(ctx, q), transport.ReasonQueueDeletedRecently)
 	if te.RetryAfter != 65*time.Second {
 		t.Errorf("RetryAfter = %v, want 65s", te.RetryAfter)
 	}
@@ -249,7 +232,7 @@ func TestSQSAutoCreateOff(t *testing.T) {
 	s := newSQS(t, func(c *Settings) { c.Queues.AutoCreate = aws.Bool(false) })
 	actor := testenv.ActorName("sqsnocreate")
 	ctx := testenv.Context(t)
-	te := wantReason(t, s.Ensure(ctx, transport.Queue{Actor: actor}), transport.ReasonQueueNotFound)
+	te := brokertest.WantReason(t, s.Ensure(ctx, transport.Queue{Actor: actor}), transport.ReasonQueueNotFound)
 	if !strings.Contains(te.Message, "autoCreate is off") {
 		t.Errorf("message %q does not say why", te.Message)
 	}
@@ -313,12 +296,12 @@ func TestSQSCounts(t *testing.T) {
 	}
 	// SQS counts 2 visible messages; local-aws-sqs counts the one in
 	// flight among them too.
-	if got := deref(counts.Queued) + "/" + deref(counts.Processing); got != "2/1" && got != "3/1" {
+	if got := brokertest.Count(counts.Queued) + "/" + brokertest.Count(counts.Processing); got != "2/1" && got != "3/1" {
 		t.Errorf("queued/processing = %s, want 2/1", got)
 	}
 
 	_, err = s.Counts(ctx, transport.Queue{Actor: testenv.ActorName("sqsnocounts")})
-	wantReason(t, err, transport.ReasonQueueNotFound)
+	brokertest.WantReason(t, err, transport.ReasonQueueNotFound)
 }
 
 func TestSQSUnreachableEndpoint(t *testing.T) {
@@ -332,7 +315,7 @@ func TestSQSUnreachableEndpoint(t *testing.T) {
 	// The SDK retries twice, within about 3 s, before it gives up.
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	te := wantReason(t, s.Ensure(ctx, transport.Queue{Actor: testenv.ActorName("down")}), transport.ReasonBrokerUnavailable)
+	te := brokertest.WantReason(t, s.Ensure(ctx, transport.Queue{Actor: testenv.ActorName("down")}), transport.ReasonBrokerUnavailable)
 	if !strings.Contains(te.Error(), "connection refused") {
 		t.Errorf("%q does not carry the cause", te.Error())
 	}
