@@ -16,18 +16,24 @@ import (
 	"github.com/asya-sh/asya-sync/transport"
 )
 
-// maxOpenChannels bounds the channels one connection has open at a time,
-// well below the broker's default channel_max of 2047.
-const maxOpenChannels = 256
+// maxOpenChannels bounds the operations one connection runs at a time,
+// and maxIdleChannels the channels kept open between them; together well
+// below the broker's default channel_max of 2047.
+const (
+	maxOpenChannels = 256
+	maxIdleChannels = 16
+)
 
 // Broker manages actor queues on one RabbitMQ transport over one
-// long-lived AMQP connection. Every operation uses a channel of its own:
-// a broker error closes the channel it happened on.
+// long-lived AMQP connection. An operation runs on a channel of its own,
+// kept open for the next one unless the operation failed: a broker error
+// closes the channel it happened on.
 type Broker struct {
 	name     string
 	cfg      Settings
 	conn     *amqpConnection
 	channels chan struct{}
+	idle     chan *amqp.Channel
 	http     *http.Client
 }
 
@@ -37,7 +43,8 @@ func New(name string, cfg Settings, httpClient *http.Client) *Broker {
 	if httpClient == nil {
 		httpClient = http.DefaultClient
 	}
-	r := &Broker{name: name, cfg: cfg, channels: make(chan struct{}, maxOpenChannels), http: httpClient}
+	r := &Broker{name: name, cfg: cfg, channels: make(chan struct{}, maxOpenChannels),
+		idle: make(chan *amqp.Channel, maxIdleChannels), http: httpClient}
 	r.conn = newAMQPConnection(r.dial)
 	return r
 }
@@ -98,18 +105,32 @@ func (r *Broker) queueArgs(actor string) amqp.Table {
 	return amqp.Table{"x-dead-letter-exchange": "", "x-dead-letter-routing-key": dlqName(actor)}
 }
 
-// Delete deletes the queue and its DLQ, messages and all.
+// Delete deletes the queue and its DLQ, messages and all, on one channel:
+// RabbitMQ answers delete-ok for a queue that does not exist. A broker
+// that answers not-found instead closes the channel, so the rest go on a
+// new one.
 func (r *Broker) Delete(ctx context.Context, q transport.Queue) error {
-	for _, name := range []string{q.Name(), dlqName(q.Actor)} {
-		err := r.withChannel(ctx, func(ch *amqp.Channel) error {
-			_, err := ch.QueueDelete(name, false, false, false)
-			return err
-		})
-		if err != nil && !isAMQPCode(err, amqp.NotFound) {
-			return r.explain(ctx, &amqpStepError{kind: "queue", name: name, err: err})
+	return r.deleteQueues(ctx, []string{q.Name(), dlqName(q.Actor)})
+}
+
+func (r *Broker) deleteQueues(ctx context.Context, names []string) error {
+	var rest []string
+	err := r.withChannel(ctx, func(ch *amqp.Channel) error {
+		for i, name := range names {
+			if _, err := ch.QueueDelete(name, false, false, false); err != nil {
+				if isAMQPCode(err, amqp.NotFound) {
+					rest = names[i+1:]
+					return nil
+				}
+				return &amqpStepError{kind: "queue", name: name, err: err}
+			}
 		}
+		return nil
+	})
+	if err == nil && len(rest) > 0 {
+		return r.deleteQueues(ctx, rest)
 	}
-	return nil
+	return r.explain(ctx, err)
 }
 
 // Counts reads ready and unacknowledged messages from the management API
@@ -169,7 +190,7 @@ func (r *Broker) withChannel(ctx context.Context, op func(*amqp.Channel) error) 
 	done := make(chan error, 1)
 	go func() {
 		defer func() { <-r.channels }()
-		done <- onChannel(conn, op)
+		done <- r.onChannel(conn, op)
 	}()
 	select {
 	case err := <-done:
@@ -179,13 +200,41 @@ func (r *Broker) withChannel(ctx context.Context, op func(*amqp.Channel) error) 
 	}
 }
 
-func onChannel(conn *amqp.Connection, op func(*amqp.Channel) error) error {
-	ch, err := conn.Channel()
+func (r *Broker) onChannel(conn *amqp.Connection, op func(*amqp.Channel) error) error {
+	ch, err := r.channel(conn)
 	if err != nil {
 		return err
 	}
-	defer ch.Close() //nolint:errcheck // already closed after a broker error
-	return op(ch)
+	err = op(ch)
+	r.release(ch, err)
+	return err
+}
+
+// channel returns an idle channel that is still open, or a new one. The
+// channels of a dropped connection are closed with it.
+func (r *Broker) channel(conn *amqp.Connection) (*amqp.Channel, error) {
+	for {
+		select {
+		case ch := <-r.idle:
+			if !ch.IsClosed() {
+				return ch, nil
+			}
+		default:
+			return conn.Channel()
+		}
+	}
+}
+
+// release keeps a channel for the next operation if its own went well.
+func (r *Broker) release(ch *amqp.Channel, opErr error) {
+	if opErr == nil && !ch.IsClosed() {
+		select {
+		case r.idle <- ch:
+			return
+		default:
+		}
+	}
+	ch.Close() //nolint:errcheck // already closed after a broker error
 }
 
 func (r *Broker) dial(ctx context.Context) (*amqp.Connection, error) {

@@ -404,3 +404,47 @@ func closeBrokerConnections(t *testing.T, name string) {
 		}
 	}
 }
+
+// Operations one after another share one channel; a channel a broker
+// error closed is never handed to the next operation.
+func TestRabbitMQReusesChannelsButNotFailedOnes(t *testing.T) {
+	t.Parallel()
+	r := newBroker(t)
+	ctx := testenv.Context(t)
+	actor := testenv.ActorName("channels")
+	cleanupRabbitQueues(t, actor)
+	q := transport.Queue{Actor: actor}
+	idle := func() []*amqp.Channel {
+		var out []*amqp.Channel
+		for len(r.idle) > 0 {
+			out = append(out, <-r.idle)
+		}
+		for _, ch := range out {
+			r.idle <- ch
+		}
+		return out
+	}
+
+	if err := r.Ensure(ctx, q); err != nil {
+		t.Fatal(err)
+	}
+	first := idle()
+	if len(first) != 1 {
+		t.Fatalf("after one operation %d idle channels, want 1", len(first))
+	}
+	if _, err := r.Counts(ctx, q); err != nil {
+		t.Fatal(err)
+	}
+	if after := idle(); len(after) != 1 || after[0] != first[0] {
+		t.Fatalf("the second operation did not reuse the first one's channel: idle %v, before %v", after, first)
+	}
+
+	_, err := r.Counts(ctx, transport.Queue{Actor: actor + "-missing"})
+	brokertest.WantReason(t, err, transport.ReasonQueueNotFound)
+	if len(idle()) != 0 || !first[0].IsClosed() {
+		t.Fatalf("the channel the broker closed is kept: idle %d, closed %v", len(idle()), first[0].IsClosed())
+	}
+	if err := r.Delete(ctx, q); err != nil {
+		t.Fatalf("the operation after a broker error: %v", err)
+	}
+}
