@@ -79,7 +79,7 @@ func TestFleet(t *testing.T) {
 		{"asya-sync, etag on", env.cc, nil},
 		{"asya-sync, etag off", noEtag, nil},
 	}
-	var rows []string
+	var rows, cpuRows []string
 	for round := 1; round <= rounds; round++ {
 		for i, r := range runs {
 			id := fmt.Sprintf("r%d-%d-%s", round, i, env.runID)
@@ -90,13 +90,16 @@ func TestFleet(t *testing.T) {
 			for _, ph := range res {
 				rows = append(rows, ph.row(r.name, round, actors))
 				t.Log(rows[len(rows)-1])
+				if ph.cpu != nil {
+					cpuRows = append(cpuRows, ph.cpu.row(r.name, round))
+				}
 			}
 		}
 	}
 	load, _ := os.ReadFile("/proc/loadavg")
-	t.Logf("%d actors, %d workers, QPS %d burst %d, GOMAXPROCS %d, load average %s\n%s\n%s",
+	t.Logf("%d actors, %d workers, QPS %d burst %d, GOMAXPROCS %d, load average %s\n%s\n%s\n\nCPU while deleting, from the first delete to the last actor gone:\n%s\n%s",
 		actors, fleetWorkers, fleetQPS, fleetBurst, runtime.GOMAXPROCS(0), strings.Join(strings.Fields(string(load))[:3], " "),
-		fleetHeader, strings.Join(rows, "\n"))
+		fleetHeader, strings.Join(rows, "\n"), cpuHeader, strings.Join(cpuRows, "\n"))
 }
 
 // noopHook answers every hook doing nothing: no related objects, no
@@ -137,6 +140,9 @@ type phase struct {
 	// collected is, for delete, from the first delete to the last child
 	// removed by garbage collection; zero when there was none.
 	collected time.Duration
+	// cpu is, for delete, the CPU time each part of the run spent from the
+	// first delete to the last actor gone.
+	cpu *cpuUse
 }
 
 const fleetHeader = "| hook | round | phase | wall | children gone | customize / actor | sync / actor | finalize / actor | hook time / actor | status writes | API requests | by verb | not 2xx | 304 answers | bytes not sent |\n" +
@@ -271,16 +277,23 @@ func runFleet(t *testing.T, ctx context.Context, cc obj, answered func(string, o
 	}
 
 	var deleteStart time.Time
+	var cpu0, cpu1 *cpuUse
 	err = measure("delete", func() (time.Time, error) {
 		fc.mu.Lock()
 		fc.gone, fc.kidGone = time.Time{}, time.Time{}
 		fc.mu.Unlock()
-		deleteStart = time.Now()
+		deleteStart, cpu0 = time.Now(), readCPU()
 		if err := parallel(names, func(name string) error { return base.delete(ctx, actorGVR(), ns, name) }); err != nil {
 			return time.Time{}, err
 		}
 		err := waitUntil(ctx, 10*time.Minute, func() bool {
-			return len(c.items(d.parent, ns)) == 0 && q.idleFor() > time.Second
+			if len(c.items(d.parent, ns)) > 0 {
+				return false
+			}
+			if cpu1 == nil {
+				cpu1 = readCPU()
+			}
+			return q.idleFor() > time.Second
 		})
 		fc.mu.Lock()
 		defer fc.mu.Unlock()
@@ -301,6 +314,7 @@ func runFleet(t *testing.T, ctx context.Context, cc obj, answered func(string, o
 	if err := waitUntil(ctx, 10*time.Minute, func() bool { return childrenLeft() == 0 }); err != nil {
 		return out, fmt.Errorf("garbage collection: %d children left: %w", childrenLeft(), err)
 	}
+	out[len(out)-1].cpu = cpu1.since(cpu0)
 	fc.mu.Lock()
 	if !fc.kidGone.IsZero() {
 		out[len(out)-1].collected = fc.kidGone.Sub(deleteStart)
