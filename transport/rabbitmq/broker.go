@@ -174,7 +174,7 @@ func (r *Broker) Close() error { return r.conn.Close() }
 // the AMQP connection.
 func (r *Broker) Connected() (up, known bool) { return r.conn.state() }
 
-// withChannel runs op on a fresh channel, and gives up waiting when ctx
+// withChannel runs op on a channel of its own, and gives up waiting when ctx
 // ends: amqp091 calls take no context. An abandoned op finishes on its own,
 // at the latest when heartbeats find the connection dead.
 func (r *Broker) withChannel(ctx context.Context, op func(*amqp.Channel) error) error {

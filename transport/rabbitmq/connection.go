@@ -25,7 +25,7 @@ var errTransportClosed = errors.New("transport is closed")
 // library's own recovery is not used on purpose: it re-declares the queues
 // this connection declared, which would bring back queues that another
 // replica or an operator has deleted since. Nothing needs replaying here:
-// every operation opens a channel of its own.
+// every operation declares what it needs on a channel of this connection.
 type amqpConnection struct {
 	dial func(ctx context.Context) (*amqp.Connection, error)
 
