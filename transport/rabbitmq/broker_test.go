@@ -70,12 +70,8 @@ func TestRabbitMQEnsureDeclaresDurableQueueBoundToActorName(t *testing.T) {
 func TestRabbitMQDeadLettersRejectedMessages(t *testing.T) {
 	t.Parallel()
 	r := newBroker(t, withDLQ)
-	actor := testenv.ActorName("dlq")
-	cleanupRabbitQueues(t, actor)
 	ctx := testenv.Context(t)
-	if err := r.Ensure(ctx, transport.Queue{Actor: actor}); err != nil {
-		t.Fatal(err)
-	}
+	actor := ensuredActor(t, ctx, r, "dlq")
 
 	ch := amqpChannel(t)
 	if err := ch.PublishWithContext(ctx, testExchange, actor, true, false, amqp.Publishing{Body: []byte("poison")}); err != nil {
@@ -227,12 +223,8 @@ func TestRabbitMQCounts(t *testing.T) {
 				opts = append(opts, withManagement)
 			}
 			r := newBroker(t, opts...)
-			actor := testenv.ActorName("counts")
-			cleanupRabbitQueues(t, actor)
 			ctx := testenv.Context(t)
-			if err := r.Ensure(ctx, transport.Queue{Actor: actor}); err != nil {
-				t.Fatal(err)
-			}
+			actor := ensuredActor(t, ctx, r, "counts")
 			ch := amqpChannel(t)
 			for range 3 {
 				if err := ch.PublishWithContext(ctx, testExchange, actor, true, false, amqp.Publishing{Body: []byte("m")}); err != nil {
@@ -270,11 +262,7 @@ func TestRabbitMQDeleteIsIdempotent(t *testing.T) {
 	t.Parallel()
 	r := newBroker(t, withDLQ)
 	ctx := testenv.Context(t)
-	actor := testenv.ActorName("delete")
-	cleanupRabbitQueues(t, actor)
-	if err := r.Ensure(ctx, transport.Queue{Actor: actor}); err != nil {
-		t.Fatal(err)
-	}
+	actor := ensuredActor(t, ctx, r, "delete")
 	if err := amqpChannel(t).PublishWithContext(ctx, testExchange, actor, true, false, amqp.Publishing{Body: []byte("left behind")}); err != nil {
 		t.Fatal(err)
 	}
@@ -297,11 +285,7 @@ func TestRabbitMQReconnectsAfterTheBrokerClosesTheConnection(t *testing.T) {
 	testenv.NeedRabbitManagement(t)
 	r := newBroker(t)
 	ctx := testenv.Context(t)
-	actor := testenv.ActorName("reconnect")
-	cleanupRabbitQueues(t, actor)
-	if err := r.Ensure(ctx, transport.Queue{Actor: actor}); err != nil {
-		t.Fatal(err)
-	}
+	actor := ensuredActor(t, ctx, r, "reconnect")
 	dropped, err := r.conn.get(ctx)
 	if err != nil {
 		t.Fatal(err)
@@ -411,8 +395,7 @@ func TestRabbitMQReusesChannelsButNotFailedOnes(t *testing.T) {
 	t.Parallel()
 	r := newBroker(t)
 	ctx := testenv.Context(t)
-	actor := testenv.ActorName("channels")
-	cleanupRabbitQueues(t, actor)
+	actor := ensuredActor(t, ctx, r, "channels")
 	q := transport.Queue{Actor: actor}
 	idle := func() []*amqp.Channel {
 		var out []*amqp.Channel
@@ -425,9 +408,6 @@ func TestRabbitMQReusesChannelsButNotFailedOnes(t *testing.T) {
 		return out
 	}
 
-	if err := r.Ensure(ctx, q); err != nil {
-		t.Fatal(err)
-	}
 	first := idle()
 	if len(first) != 1 {
 		t.Fatalf("after one operation %d idle channels, want 1", len(first))

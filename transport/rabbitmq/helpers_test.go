@@ -1,6 +1,7 @@
 package rabbitmq
 
 import (
+	"context"
 	"os"
 	"testing"
 
@@ -80,6 +81,18 @@ func queueExists(t *testing.T, queue string) (messages int, exists bool) {
 }
 
 // cleanupRabbitQueues deletes the actors' queues at the end of the test.
+// ensuredActor names an actor for the test, ensures its queue through r
+// and deletes its queues at the end of the test.
+func ensuredActor(t *testing.T, ctx context.Context, r *Broker, prefix string) string {
+	t.Helper()
+	actor := testenv.ActorName(prefix)
+	cleanupRabbitQueues(t, actor)
+	if err := r.Ensure(ctx, transport.Queue{Actor: actor}); err != nil {
+		t.Fatal(err)
+	}
+	return actor
+}
+
 func cleanupRabbitQueues(t *testing.T, actors ...string) {
 	t.Cleanup(func() {
 		conn, err := amqp.Dial(testenv.RabbitURL())
