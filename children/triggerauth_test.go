@@ -18,9 +18,12 @@ import (
 func TestTriggerAuthentication(t *testing.T) {
 	meta := metav1.ObjectMeta{Name: "echo-trigger-auth", Namespace: "ml", Labels: Labels("echo")}
 	typeMeta := metav1.TypeMeta{APIVersion: "keda.sh/v1alpha1", Kind: "TriggerAuthentication"}
-	staticKeys := []kedav1alpha1.AuthSecretTargetRef{
-		{Parameter: "awsAccessKeyID", Name: "aws-creds", Key: "access-key-id"},
-		{Parameter: "awsSecretAccessKey", Name: "aws-creds", Key: "secret-access-key"},
+	// Read from the sidecar's env, which takes them from the Secret: two
+	// secretTargetRef entries naming one Secret would collapse into one
+	// under Metacontroller's apply.
+	staticKeys := []kedav1alpha1.AuthEnvironment{
+		{Parameter: "awsAccessKeyID", Name: "AWS_ACCESS_KEY_ID", ContainerName: "asya-sidecar"},
+		{Parameter: "awsSecretAccessKey", Name: "AWS_SECRET_ACCESS_KEY", ContainerName: "asya-sidecar"},
 	}
 	noKEDA := scalingInput(rabbitMQTransport(nil), nil)
 	noKEDA.KEDAMissing = true
@@ -46,7 +49,7 @@ func TestTriggerAuthentication(t *testing.T) {
 			name: "sqs static credentials",
 			in:   scalingInput(sqsTransport(staticCredentials), nil),
 			want: &kedav1alpha1.TriggerAuthentication{TypeMeta: typeMeta, ObjectMeta: meta, Spec: kedav1alpha1.TriggerAuthenticationSpec{
-				SecretTargetRef: staticKeys,
+				Env: staticKeys,
 			}},
 		},
 		{
@@ -63,7 +66,7 @@ func TestTriggerAuthentication(t *testing.T) {
 				staticCredentials(s)
 			}), nil),
 			want: &kedav1alpha1.TriggerAuthentication{TypeMeta: typeMeta, ObjectMeta: meta, Spec: kedav1alpha1.TriggerAuthenticationSpec{
-				SecretTargetRef: staticKeys,
+				Env: staticKeys,
 			}},
 		},
 		{

@@ -3,12 +3,14 @@ package sync
 import (
 	"fmt"
 	"math"
+	"strings"
 	"time"
 
 	"github.com/asya-sh/asya-sync/api/hook"
 	"github.com/asya-sh/asya-sync/api/v1alpha1"
 	"github.com/asya-sh/asya-sync/children"
 	"github.com/asya-sh/asya-sync/config"
+	"github.com/asya-sh/asya-sync/internal/dynamicapply"
 	"github.com/asya-sh/asya-sync/status"
 	"github.com/asya-sh/asya-sync/transport"
 )
@@ -104,6 +106,10 @@ func (a *assessment) valid() bool {
 // gone, garbage collection removes them through their owner references,
 // which spares Metacontroller a delete per child); else the ones built
 // from the spec.
+//
+// Built children that Metacontroller's apply would change (two entries of
+// a list sharing their merge key) make the spec invalid: they would be
+// merged into one on the next update.
 func (a *assessment) children() ([]map[string]any, error) {
 	if a.req.Finalizing || !a.valid() {
 		return keepObserved(a.req)
@@ -115,9 +121,29 @@ func (a *assessment) children() ([]map[string]any, error) {
 		if err != nil {
 			return nil, err
 		}
+		a.problems = append(a.problems, mergeProblems(obj, m)...)
 		out = append(out, m)
 	}
+	if !a.valid() {
+		return keepObserved(a.req)
+	}
 	return out, nil
+}
+
+// mergeProblems describes the lists of a child whose entries would collide
+// under Metacontroller's apply, naming the actor's field where the child's
+// is the actor's pod template (only workloads have spec.template).
+func mergeProblems(obj children.Object, m map[string]any) []string {
+	var problems []string
+	for _, c := range dynamicapply.Collisions(m) {
+		if path, ok := strings.CutPrefix(c.Path, "spec.template."); ok {
+			c.Path = "spec.workload.template." + path
+		} else {
+			c.Path = fmt.Sprintf("%s %s: %s", obj.GetObjectKind().GroupVersionKind().Kind, obj.GetName(), c.Path)
+		}
+		problems = append(problems, c.String())
+	}
+	return problems
 }
 
 // minFinalizeResync paces finalize retries while the queue cannot be released.

@@ -8,6 +8,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/utils/ptr"
 
+	"github.com/asya-sh/asya-sync/api/v1alpha1"
 	"github.com/asya-sh/asya-sync/transport"
 )
 
@@ -15,6 +16,12 @@ import (
 const (
 	authAccessKeyID     = "awsAccessKeyID"
 	authSecretAccessKey = "awsSecretAccessKey"
+)
+
+// The sidecar's variables holding static credentials, which KEDA reads too.
+const (
+	accessKeyIDEnv     = "AWS_ACCESS_KEY_ID"
+	secretAccessKeyEnv = "AWS_SECRET_ACCESS_KEY"
 )
 
 // SidecarEnv implements transport.Kind.
@@ -29,8 +36,8 @@ func (s *Settings) SidecarEnv(q transport.Queue) []corev1.EnvVar {
 	)
 	if c := s.Credentials; c != nil {
 		env = append(env,
-			c.AccessKeyIDSecretRef.Env("AWS_ACCESS_KEY_ID"),
-			c.SecretAccessKeySecretRef.Env("AWS_SECRET_ACCESS_KEY"))
+			c.AccessKeyIDSecretRef.Env(accessKeyIDEnv),
+			c.SecretAccessKeySecretRef.Env(secretAccessKeyEnv))
 	}
 	return env
 }
@@ -65,16 +72,19 @@ func (s *Settings) QueueURL(queue string) string {
 }
 
 // TriggerAuth implements transport.Kind: the static credentials when
-// configured. With IRSA, KEDA assumes the role annotated on the workload's
+// configured, read from the sidecar's environment, so that KEDA uses what
+// the sidecar uses. Not as secretTargetRef entries: those are keyed by the
+// Secret's name under Metacontroller's apply, and two keys of one Secret
+// would collapse into one (internal/dynamicapply). With IRSA, KEDA assumes the role annotated on the workload's
 // ServiceAccount (identity owner "workload"): KEDA's aws-sqs-queue scaler
 // has no way to use the actor's role from trigger metadata alone.
 func (s *Settings) TriggerAuth() *kedav1alpha1.TriggerAuthenticationSpec {
 	switch {
 	case s.Credentials != nil:
 		return &kedav1alpha1.TriggerAuthenticationSpec{
-			SecretTargetRef: []kedav1alpha1.AuthSecretTargetRef{
-				s.Credentials.AccessKeyIDSecretRef.AuthTarget(authAccessKeyID),
-				s.Credentials.SecretAccessKeySecretRef.AuthTarget(authSecretAccessKey),
+			Env: []kedav1alpha1.AuthEnvironment{
+				{Parameter: authAccessKeyID, Name: accessKeyIDEnv, ContainerName: v1alpha1.SidecarContainer},
+				{Parameter: authSecretAccessKey, Name: secretAccessKeyEnv, ContainerName: v1alpha1.SidecarContainer},
 			},
 		}
 	case s.ActorRoleArn != "":

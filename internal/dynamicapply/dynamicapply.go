@@ -1,0 +1,238 @@
+// Package dynamicapply holds Metacontroller's default way of updating a
+// child ("dynamic apply", the --apply-strategy default): a three-way merge
+// of the observed object, the last-applied configuration and the desired
+// object, in which lists of objects are merged as maps by a conventional
+// key. A desired child in which two items of such a list share their key
+// cannot survive that merge: the items collapse into one. Collisions finds
+// those lists; Merge is the merge itself, for tests and the e2e driver.
+package dynamicapply
+
+import (
+	"encoding/json"
+	"fmt"
+	"reflect"
+	"slices"
+)
+
+// MergeKeys are the conventional keys, in the order Metacontroller tries
+// them: a list whose items are all objects and all have one of these
+// fields is merged as a map keyed by the first such field.
+var MergeKeys = []string{"containerPort", "port", "mountPath", "name", "uid", "ip", "path"}
+
+// MergeKey returns the key the lists are merged by when taken together,
+// or "" when they are atomic (replaced whole): an item that is not an
+// object, or no conventional key that every item has. Empty lists do not
+// decide.
+func MergeKey(lists ...[]any) string {
+	n := 0
+	for _, l := range lists {
+		for _, it := range l {
+			if _, ok := it.(map[string]any); !ok {
+				return ""
+			}
+			n++
+		}
+	}
+	if n == 0 {
+		return ""
+	}
+	for _, k := range MergeKeys {
+		if allHave(k, lists) {
+			return k
+		}
+	}
+	return ""
+}
+
+func allHave(key string, lists [][]any) bool {
+	for _, l := range lists {
+		for _, it := range l {
+			if _, ok := it.(map[string]any)[key]; !ok {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// keyOf is an item's merge key value as a map key.
+func keyOf(item any, key string) string {
+	v := item.(map[string]any)[key]
+	if s, ok := v.(string); ok {
+		return s
+	}
+	b, _ := json.Marshal(v)
+	return string(b)
+}
+
+// Collision is a list of objects in which two items share the value of
+// the key the list is merged by.
+type Collision struct {
+	Path          string // where the list is, e.g. spec.template.spec.containers[name=app].ports
+	Key           string // the merge key, e.g. containerPort
+	First, Second any    // the two items
+}
+
+func (c Collision) String() string {
+	first, _ := json.Marshal(c.First)
+	second, _ := json.Marshal(c.Second)
+	return fmt.Sprintf("%s: entries %s and %s share %s %s, and Metacontroller's apply would merge them into one",
+		c.Path, first, second, c.Key, keyValue(c.First, c.Key))
+}
+
+func keyValue(item any, key string) string {
+	b, _ := json.Marshal(item.(map[string]any)[key])
+	return string(b)
+}
+
+// Collisions lists every list of objects in obj whose items would collide
+// under the merge, outermost first, in field order.
+func Collisions(obj map[string]any) []Collision {
+	var out []Collision
+	walk(obj, "", &out)
+	return out
+}
+
+func walk(v any, path string, out *[]Collision) {
+	switch v := v.(type) {
+	case map[string]any:
+		for _, k := range sortedKeys(v) {
+			walk(v[k], join(path, k), out)
+		}
+	case []any:
+		key := MergeKey(v)
+		seen := map[string]any{}
+		for i, it := range v {
+			itemPath := fmt.Sprintf("%s[%d]", path, i)
+			if key != "" {
+				k := keyOf(it, key)
+				if first, dup := seen[k]; dup {
+					*out = append(*out, Collision{Path: path, Key: key, First: first, Second: it})
+				} else {
+					seen[k] = it
+				}
+				itemPath = fmt.Sprintf("%s[%s=%s]", path, key, k)
+			}
+			walk(it, itemPath, out)
+		}
+	}
+}
+
+func join(path, k string) string {
+	if path == "" {
+		return k
+	}
+	return path + "." + k
+}
+
+// Merge returns observed updated the way Metacontroller updates a child:
+// every field of desired is set (maps merged key by key, lists of objects
+// merged item by item as maps, other lists replaced), every field that
+// lastApplied had and desired no longer has is removed, and every other
+// field of observed (set by the API server or by others) is kept. Its
+// arguments are not changed.
+func Merge(observed, lastApplied, desired map[string]any) map[string]any {
+	return mergeValue(observed, lastApplied, desired).(map[string]any)
+}
+
+func mergeValue(observed, lastApplied, desired any) any {
+	switch d := desired.(type) {
+	case map[string]any:
+		o, _ := observed.(map[string]any)
+		l, _ := lastApplied.(map[string]any)
+		return mergeMap(o, l, d)
+	case []any:
+		o, _ := observed.([]any)
+		l, _ := lastApplied.([]any)
+		if key := MergeKey(o, l, d); key != "" {
+			return mergeListMap(o, l, d, key)
+		}
+		return deepCopy(d)
+	default:
+		return desired
+	}
+}
+
+func mergeMap(observed, lastApplied, desired map[string]any) map[string]any {
+	out := make(map[string]any, len(observed)+len(desired))
+	for k, v := range observed {
+		out[k] = deepCopy(v)
+	}
+	for k := range lastApplied {
+		if _, keep := desired[k]; !keep {
+			delete(out, k)
+		}
+	}
+	for k, v := range desired {
+		if v == nil {
+			delete(out, k)
+			continue
+		}
+		out[k] = mergeValue(observed[k], lastApplied[k], v)
+	}
+	return out
+}
+
+// mergeListMap merges lists of objects as maps by key: converted to maps
+// (where two items share a key, the later one is kept), merged, and turned
+// back into a list in desired's order, followed by the items only observed
+// has (added by others), in their order.
+func mergeListMap(observed, lastApplied, desired []any, key string) []any {
+	asMap := func(l []any) map[string]any {
+		m := make(map[string]any, len(l))
+		for _, it := range l {
+			m[keyOf(it, key)] = it
+		}
+		return m
+	}
+	merged := mergeMap(asMap(observed), asMap(lastApplied), asMap(desired))
+	out := make([]any, 0, len(merged))
+	placed := map[string]bool{}
+	for _, it := range desired {
+		k := keyOf(it, key)
+		out = append(out, merged[k])
+		placed[k] = true
+	}
+	for _, it := range observed {
+		k := keyOf(it, key)
+		if v, ok := merged[k]; ok && !placed[k] {
+			out = append(out, v)
+			placed[k] = true
+		}
+	}
+	return out
+}
+
+// Changes reports whether Merge would change observed: whether
+// Metacontroller would send an update.
+func Changes(observed, lastApplied, desired map[string]any) bool {
+	return !reflect.DeepEqual(Merge(observed, lastApplied, desired), observed)
+}
+
+func deepCopy(v any) any {
+	switch v := v.(type) {
+	case map[string]any:
+		out := make(map[string]any, len(v))
+		for k, x := range v {
+			out[k] = deepCopy(x)
+		}
+		return out
+	case []any:
+		out := make([]any, len(v))
+		for i, x := range v {
+			out[i] = deepCopy(x)
+		}
+		return out
+	default:
+		return v
+	}
+}
+
+func sortedKeys(m map[string]any) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	return keys
+}
