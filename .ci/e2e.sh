@@ -278,10 +278,25 @@ run_e2e() {
   prometheus_operator_crds
   export ASYA_E2E_PROMETHEUS_OPERATOR_CRDS=$PROMETHEUS_OPERATOR_CRDS
   export ASYA_SYNC_BIN=$ROOT/.cache/e2e/asya-sync
-  log "running the e2e tests"
-  go test -tags e2e -count=1 -timeout 15m ${E2E_TEST_FLAGS:--v} ./e2e/ "$@"
+  if [ $# -gt 0 ]; then
+    log "running the e2e tests $* (apply strategy ${ASYA_E2E_APPLY_STRATEGY:-dynamic-apply})"
+    go test -tags e2e -count=1 -timeout 15m ${E2E_TEST_FLAGS:--v} ./e2e/ "$@"
+  else
+    log "running the e2e tests, children applied with Metacontroller's default dynamic apply"
+    ASYA_E2E_APPLY_STRATEGY=dynamic-apply go test -tags e2e -count=1 -timeout 15m ${E2E_TEST_FLAGS:--v} ./e2e/
+    log "running the core e2e tests again, children applied with server-side apply"
+    ASYA_E2E_APPLY_STRATEGY=server-side-apply go test -tags e2e -count=1 -timeout 10m ${E2E_TEST_FLAGS:--v} \
+      -run "^($CORE_TESTS)\$" ./e2e/
+  fi
   log "e2e done in $((SECONDS - start))s"
 }
+
+# The tests that run under both of Metacontroller's apply strategies: every
+# shape of actor created, updated, scaled, made invalid and finalized.
+CORE_TESTS='TestActorsChildrenAccepted|TestInvalidSpecInStatus|TestScalingToggle|TestFinalizeRemovesQueue'
+CORE_TESTS+='|TestOneQueueOneOwner|TestHealthyActorWritesStatusThreeTimes|TestMigrateFromOperator'
+CORE_TESTS+='|TestKEDAScalesFromZero|TestScalingStatusFollowsKEDA|TestKEDAWebhooksAdmitChildren'
+
 
 main() {
   case "${1:-all}" in

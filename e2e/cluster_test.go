@@ -143,6 +143,8 @@ func waitFor(what string, timeout time.Duration, p *process, check func() error)
 type pki struct {
 	caPEM, certFile, keyFile, saKeyFile, saPubFile string
 	pool                                           *x509.CertPool
+	caCert                                         *x509.Certificate
+	caKey                                          *ecdsa.PrivateKey
 }
 
 func writePEM(path, typ string, der []byte) error {
@@ -169,29 +171,6 @@ func newPKI(dir string) (*pki, error) {
 		return nil, err
 	}
 	caCert, _ := x509.ParseCertificate(caDER)
-
-	srvKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		return nil, err
-	}
-	srvTmpl := &x509.Certificate{
-		SerialNumber: big.NewInt(2),
-		Subject:      pkix.Name{CommonName: "kube-apiserver"},
-		NotBefore:    now.Add(-time.Hour),
-		NotAfter:     now.Add(24 * time.Hour),
-		KeyUsage:     x509.KeyUsageDigitalSignature,
-		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
-		DNSNames:     []string{"localhost", "kubernetes", "kubernetes.default", "kubernetes.default.svc"},
-		IPAddresses:  []net.IP{net.ParseIP("127.0.0.1"), net.ParseIP("10.0.0.1")},
-	}
-	srvDER, err := x509.CreateCertificate(rand.Reader, srvTmpl, caCert, &srvKey.PublicKey, caKey)
-	if err != nil {
-		return nil, err
-	}
-	srvKeyDER, err := x509.MarshalPKCS8PrivateKey(srvKey)
-	if err != nil {
-		return nil, err
-	}
 	// Service account tokens are signed with RSA.
 	saKey, err := rsa.GenerateKey(rand.Reader, 2048)
 	if err != nil {
@@ -208,6 +187,8 @@ func newPKI(dir string) (*pki, error) {
 		saKeyFile: filepath.Join(dir, "sa.key"),
 		saPubFile: filepath.Join(dir, "sa.pub"),
 		pool:      x509.NewCertPool(),
+		caCert:    caCert,
+		caKey:     caKey,
 	}
 	p.pool.AddCert(caCert)
 	for _, w := range []struct {
@@ -215,8 +196,6 @@ func newPKI(dir string) (*pki, error) {
 		der       []byte
 	}{
 		{p.caPEM, "CERTIFICATE", caDER},
-		{p.certFile, "CERTIFICATE", srvDER},
-		{p.keyFile, "PRIVATE KEY", srvKeyDER},
 		{p.saKeyFile, "RSA PRIVATE KEY", x509.MarshalPKCS1PrivateKey(saKey)},
 		{p.saPubFile, "PUBLIC KEY", saPub},
 	} {
@@ -224,7 +203,44 @@ func newPKI(dir string) (*pki, error) {
 			return nil, err
 		}
 	}
-	return p, nil
+	err = p.issue(p.certFile, p.keyFile, "kube-apiserver", "localhost", "kubernetes", "kubernetes.default", "kubernetes.default.svc")
+	return p, err
+}
+
+// issue writes a serving certificate for 127.0.0.1 (and 10.0.0.1, the
+// API server's service address) and the DNS names, signed by the CA.
+func (p *pki) issue(certFile, keyFile, commonName string, dnsNames ...string) error {
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return err
+	}
+	serial, err := rand.Int(rand.Reader, big.NewInt(1<<62))
+	if err != nil {
+		return err
+	}
+	now := time.Now()
+	tmpl := &x509.Certificate{
+		SerialNumber: serial,
+		Subject:      pkix.Name{CommonName: commonName},
+		NotBefore:    now.Add(-time.Hour),
+		NotAfter:     now.Add(24 * time.Hour),
+		KeyUsage:     x509.KeyUsageDigitalSignature,
+		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
+		DNSNames:     dnsNames,
+		IPAddresses:  []net.IP{net.ParseIP("127.0.0.1"), net.ParseIP("10.0.0.1")},
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, p.caCert, &key.PublicKey, p.caKey)
+	if err != nil {
+		return err
+	}
+	keyDER, err := x509.MarshalPKCS8PrivateKey(key)
+	if err != nil {
+		return err
+	}
+	if err := writePEM(certFile, "CERTIFICATE", der); err != nil {
+		return err
+	}
+	return writePEM(keyFile, "PRIVATE KEY", keyDER)
 }
 
 // cluster is etcd plus kube-apiserver on loopback and, once startGC has
@@ -234,6 +250,7 @@ func newPKI(dir string) (*pki, error) {
 // acts on them unless a test does.
 type cluster struct {
 	dir        string
+	pki        *pki
 	etcd       *process
 	apiserver  *process
 	gc         *process
@@ -280,6 +297,7 @@ func startCluster(ctx context.Context, bin, dir string) (*cluster, error) {
 		c.stop()
 		return nil, err
 	}
+	c.pki = p
 	tok := make([]byte, 16)
 	_, _ = rand.Read(tok)
 	c.token = hex.EncodeToString(tok)

@@ -10,11 +10,14 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"os"
 	"reflect"
 	"sort"
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/asya-sh/asya-sync/internal/dynamicapply"
 )
 
 // The driver plays Metacontroller's part for the CompositeController in
@@ -22,13 +25,44 @@ import (
 // customize hook for related objects, calls sync or finalize, applies the
 // answer and writes the parent's status, the way Metacontroller's
 // CompositeController does (generateSelector, InPlace updates, finalizer,
-// status replaced whole with observedGeneration added).
+// status replaced whole with observedGeneration added). It applies
+// children with either of Metacontroller's apply strategies (applyStrategy).
 
 const (
 	lastAppliedAnnotation = "metacontroller.k8s.io/last-applied-configuration"
 	controllerUIDLabel    = "controller-uid"
 	fieldManager          = "metacontroller"
 )
+
+// applyStrategy is Metacontroller's --apply-strategy, as its documentation
+// ("Apply Semantics") describes them:
+//   - dynamicApply, the default: a child is created as given, with the
+//     last-applied annotation; an observed one is updated with a three-way
+//     merge of the observed object, that annotation and the desired object,
+//     lists of objects merged as maps by their conventional key
+//     (internal/dynamicapply), and the update is sent only when the merge
+//     changes the observed object;
+//   - serverSideApply: the desired object is sent as a server-side apply,
+//     and no annotation is written.
+type applyStrategy string
+
+const (
+	dynamicApply    applyStrategy = "dynamic-apply"
+	serverSideApply applyStrategy = "server-side-apply"
+)
+
+// strategyFromEnv is the strategy ASYA_E2E_APPLY_STRATEGY names, by default
+// dynamic apply.
+func strategyFromEnv() (applyStrategy, error) {
+	switch s := applyStrategy(os.Getenv("ASYA_E2E_APPLY_STRATEGY")); s {
+	case "":
+		return dynamicApply, nil
+	case dynamicApply, serverSideApply:
+		return s, nil
+	default:
+		return "", fmt.Errorf("ASYA_E2E_APPLY_STRATEGY=%q: want %s or %s", s, dynamicApply, serverSideApply)
+	}
+}
 
 type driver struct {
 	kube   *kube
@@ -38,7 +72,8 @@ type driver struct {
 	hooks  map[string]*webhook
 	// read is where the driver reads objects: the API server itself, or a
 	// cache that watches keep current, as Metacontroller's informers do.
-	read reader
+	read     reader
+	strategy applyStrategy
 
 	// What Metacontroller also does, which tests that run one pass at a
 	// time leave off:
@@ -93,8 +128,11 @@ type relatedRule struct {
 }
 
 func newDriver(ctx context.Context, k *kube, cc obj) (*driver, error) {
-	d := &driver{kube: k, read: k, cc: cc, hooks: map[string]*webhook{}}
-	var err error
+	strategy, err := strategyFromEnv()
+	if err != nil {
+		return nil, err
+	}
+	d := &driver{kube: k, read: k, cc: cc, hooks: map[string]*webhook{}, strategy: strategy}
 	for _, h := range []string{"customize", "sync", "finalize"} {
 		if d.hooks[h], err = newWebhook(ctx, k, mapAt(cc, "spec", "hooks", h, "webhook")); err != nil {
 			return nil, fmt.Errorf("%s hook: %w", h, err)
@@ -313,9 +351,9 @@ func (d *driver) reconcile(ctx context.Context, ns, name string) (*pass, error) 
 		}
 	}
 
-	// Create or update the desired ones. Metacontroller records what it
-	// applied in an annotation; the hook relies on it when an actor's spec
-	// turns invalid.
+	// Create or update the desired ones. Metacontroller's dynamic apply
+	// records what it applied in an annotation; the hook relies on it when
+	// an actor's spec turns invalid.
 	if manage {
 		keys := make([]string, 0, len(desired))
 		for k := range desired {
@@ -385,27 +423,61 @@ var errAlreadyExists = errors.New("already exists")
 var errUnchanged = errors.New("unchanged")
 
 // applyChild updates an observed child in place, or creates one that was
-// not observed (observed nil). Creating fails with errAlreadyExists when an object of that
-// name exists, as Metacontroller's create does. Both are server-side
-// applies by one field manager, so that a field dropped from the desired
-// child is removed, as Metacontroller's three-way merge removes it. With
-// skipUnchanged, an update that would change nothing is not sent
-// (errUnchanged): always so in finalize, where an answer that keeps the
-// children as last applied must leave them alone, as Metacontroller does.
+// not observed (observed nil), with the driver's apply strategy. Creating
+// fails with errAlreadyExists when an object of that name exists, as
+// Metacontroller's create does. With skipUnchanged, an update that would
+// change nothing is not sent (errUnchanged): always so in finalize, where
+// an answer that keeps the children as last applied must leave them alone,
+// as Metacontroller does. An update that loses a race with another writer
+// is left to the next pass (errUnchanged too), as Metacontroller retries.
 func (d *driver) applyChild(ctx context.Context, parent, c, observed obj, skipUnchanged bool) error {
+	out := deepCopy(c)
+	meta := mapAt(out, "metadata")
+	meta["ownerReferences"] = []any{controllerRef(parent)}
+	if d.strategy == serverSideApply {
+		return d.serverSideApply(ctx, out, observed, skipUnchanged)
+	}
 	last, err := json.Marshal(c)
 	if err != nil {
 		return err
 	}
-	out := deepCopy(c)
-	meta := mapAt(out, "metadata")
 	ann, _ := meta["annotations"].(map[string]any)
 	if ann == nil {
 		ann = obj{}
 		meta["annotations"] = ann
 	}
 	ann[lastAppliedAnnotation] = string(last)
-	meta["ownerReferences"] = []any{controllerRef(parent)}
+	if observed == nil {
+		_, err := d.kube.create(ctx, out, false)
+		if isStatus(err, 409) {
+			return errAlreadyExists
+		}
+		return err
+	}
+	var lastApplied obj
+	if raw := str(observed, "metadata", "annotations", lastAppliedAnnotation); raw != "" {
+		if err := json.Unmarshal([]byte(raw), &lastApplied); err != nil {
+			return fmt.Errorf("%s annotation: %w", lastAppliedAnnotation, err)
+		}
+	}
+	merged := dynamicapply.Merge(observed, lastApplied, out)
+	if skipUnchanged && reflect.DeepEqual(merged, observed) {
+		return errUnchanged
+	}
+	r, err := d.kube.byKind(ctx, str(out, "apiVersion"), str(out, "kind"))
+	if err != nil {
+		return err
+	}
+	_, err = d.kube.do(ctx, "PUT", r.path(str(out, "metadata", "namespace"), str(out, "metadata", "name")), merged, "")
+	if isStatus(err, 409) {
+		return errUnchanged
+	}
+	return err
+}
+
+// serverSideApply applies out as Metacontroller's server-side apply
+// strategy does: one field manager, conflicts forced, no annotation.
+func (d *driver) serverSideApply(ctx context.Context, out, observed obj, skipUnchanged bool) error {
 	if observed != nil && skipUnchanged && subset(out, observed) {
 		return errUnchanged
 	}
@@ -422,7 +494,7 @@ func (d *driver) applyChild(ctx context.Context, parent, c, observed obj, skipUn
 			return err
 		}
 	}
-	_, err = d.kube.apply(ctx, out, fieldManager)
+	_, err := d.kube.apply(ctx, out, fieldManager)
 	return err
 }
 

@@ -9,6 +9,9 @@
 //
 //	ASYA_E2E_BIN             directory with kube-apiserver, etcd, kubectl, helm (default .cache/bin)
 //	ASYA_E2E_KEDA_CRDS       directory with KEDA's CRDs (default: KEDA v2.21.0 in the module cache)
+//	ASYA_E2E_KEDA_BIN        directory with keda-operator and keda-webhooks; without it the
+//	                         tests that need KEDA running skip
+//	ASYA_E2E_APPLY_STRATEGY  the driver's apply strategy: dynamic-apply (default) or server-side-apply
 //	ASYA_E2E_PROMETHEUS_OPERATOR_CRDS
 //	                         directory with the Prometheus Operator's CRDs (default: v0.85.0 in the module cache)
 //	ASYA_SYNC_BIN            asya-sync binary to test (default: built from this tree)
@@ -49,6 +52,7 @@ type testEnv struct {
 	sqs        bool
 	sqsURL     string
 	kedaCRD    string
+	keda       *keda // nil without ASYA_E2E_KEDA_BIN
 	promCRD    string
 	syncBin    string
 	// runID suffixes SQS actor names: SQS refuses to re-create a queue
@@ -208,6 +212,18 @@ func setup() (e *testEnv, skip bool, err error) {
 	}
 	e.timed("start the garbage collector", t)
 
+	if bin := os.Getenv("ASYA_E2E_KEDA_BIN"); bin != "" {
+		t = time.Now()
+		if e.keda, err = e.startKEDA(ctx, bin); err != nil {
+			<-buildErr
+			return e, false, err
+		}
+		e.timed("start KEDA operator + webhooks", t)
+	} else if required() {
+		<-buildErr
+		return e, true, fmt.Errorf("ASYA_E2E_KEDA_BIN is not set (run .ci/e2e.sh, which builds KEDA)")
+	}
+
 	if err := <-buildErr; err != nil {
 		return e, false, err
 	}
@@ -252,6 +268,9 @@ func moduleCRDDir(envVar, module, dir string) (string, error) {
 func (e *testEnv) teardown(failed bool) {
 	if e.service != nil {
 		e.service.stop(10 * time.Second)
+	}
+	if e.keda != nil {
+		e.keda.stop()
 	}
 	if e.cluster != nil {
 		e.cluster.stop()

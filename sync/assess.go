@@ -6,6 +6,8 @@ import (
 	"strings"
 	"time"
 
+	kedav1alpha1 "github.com/kedacore/keda/v2/apis/keda/v1alpha1"
+
 	"github.com/asya-sh/asya-sync/api/hook"
 	"github.com/asya-sh/asya-sync/api/v1alpha1"
 	"github.com/asya-sh/asya-sync/children"
@@ -108,8 +110,8 @@ func (a *assessment) valid() bool {
 // from the spec.
 //
 // Built children that Metacontroller's apply would change (two entries of
-// a list sharing their merge key) make the spec invalid: they would be
-// merged into one on the next update.
+// a list sharing their merge key) or that KEDA's webhook would refuse make
+// the spec invalid.
 func (a *assessment) children() ([]map[string]any, error) {
 	if a.req.Finalizing || !a.valid() {
 		return keepObserved(a.req)
@@ -122,6 +124,9 @@ func (a *assessment) children() ([]map[string]any, error) {
 			return nil, err
 		}
 		a.problems = append(a.problems, mergeProblems(obj, m)...)
+		if so, ok := obj.(*kedav1alpha1.ScaledObject); ok {
+			a.problems = append(a.problems, scalingModifierProblems(so)...)
+		}
 		out = append(out, m)
 	}
 	if !a.valid() {

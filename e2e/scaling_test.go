@@ -1,0 +1,405 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+
+	"github.com/asya-sh/asya-sync/internal/testenv"
+)
+
+const scalingNS = "e2e-keda"
+
+func needKEDA(t *testing.T) {
+	t.Helper()
+	if env.keda == nil {
+		if required() {
+			t.Fatal("KEDA is not running (ASYA_E2E_KEDA_BIN)")
+		}
+		t.Skip("KEDA is not running: set ASYA_E2E_KEDA_BIN (.ci/e2e.sh does)")
+	}
+}
+
+// queueFeeder puts messages on an actor's queue and takes them off again.
+type queueFeeder struct {
+	transport string
+	name      func(string) string // the actor's name for this run
+	publish   func(t *testing.T, ctx context.Context, queue string, n int)
+	drain     func(t *testing.T, ctx context.Context, queue string)
+}
+
+var feeders = []queueFeeder{
+	{
+		transport: "rabbitmq",
+		name:      func(n string) string { return n },
+		publish: func(t *testing.T, ctx context.Context, queue string, n int) {
+			conn := testenv.Rabbit(t)
+			defer conn.Close()
+			for range n {
+				testenv.Publish(t, conn, queue)
+			}
+		},
+		drain: func(t *testing.T, ctx context.Context, queue string) {
+			conn := testenv.Rabbit(t)
+			defer conn.Close()
+			ch, err := conn.Channel()
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer ch.Close()
+			if _, err := ch.QueuePurge(queue, false); err != nil {
+				t.Fatalf("purge %s: %v", queue, err)
+			}
+		},
+	},
+	{
+		transport: "sqs-static",
+		// SQS refuses a queue name deleted within the last 60 s.
+		name: func(n string) string { return n + "-" + env.runID },
+		publish: func(t *testing.T, ctx context.Context, queue string, n int) {
+			url := sqsQueueURL(t, ctx, queue)
+			for i := range n {
+				if _, err := sqsClient().SendMessage(ctx, &sqs.SendMessageInput{QueueUrl: aws.String(url), MessageBody: aws.String(fmt.Sprint(i))}); err != nil {
+					t.Fatalf("send to %s: %v", queue, err)
+				}
+			}
+		},
+		drain: func(t *testing.T, ctx context.Context, queue string) {
+			url := sqsQueueURL(t, ctx, queue)
+			for {
+				out, err := sqsClient().ReceiveMessage(ctx, &sqs.ReceiveMessageInput{QueueUrl: aws.String(url), MaxNumberOfMessages: 10})
+				if err != nil {
+					t.Fatalf("receive from %s: %v", queue, err)
+				}
+				if len(out.Messages) == 0 {
+					return
+				}
+				for _, m := range out.Messages {
+					if _, err := sqsClient().DeleteMessage(ctx, &sqs.DeleteMessageInput{QueueUrl: aws.String(url), ReceiptHandle: m.ReceiptHandle}); err != nil {
+						t.Fatalf("delete from %s: %v", queue, err)
+					}
+				}
+			}
+		},
+	},
+}
+
+func sqsQueueURL(t *testing.T, ctx context.Context, queue string) string {
+	t.Helper()
+	out, err := sqsClient().GetQueueUrl(ctx, &sqs.GetQueueUrlInput{QueueName: aws.String(queue), QueueOwnerAWSAccountId: aws.String("000000000000")})
+	if err != nil {
+		t.Fatalf("GetQueueUrl %s: %v", queue, err)
+	}
+	return aws.ToString(out.QueueUrl)
+}
+
+// scalingActor is an actor KEDA scales from zero, polling every
+// pollSeconds and scaling to zero cooldown seconds after its queue drains.
+func scalingActor(t *testing.T, name, transport string, pollSeconds, cooldown int) obj {
+	a := loadActor(t, filepath.Join(env.root, "e2e", "testdata", "actors", "manual.yaml"), scalingNS)
+	mapAt(a, "metadata")["name"] = name
+	spec := mapAt(a, "spec")
+	spec["transport"] = transport
+	spec["scaling"] = obj{"enabled": true, "minReplicas": 0, "maxReplicas": 3, "queueLength": 5,
+		"pollingInterval": pollSeconds, "cooldownPeriod": cooldown}
+	return a
+}
+
+// replicas is the workload's spec.replicas, as KEDA sets it.
+func replicas(t *testing.T, ctx context.Context, name string) int {
+	t.Helper()
+	dep, err := env.cluster.client.byKind(ctx, "apps/v1", "Deployment")
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, err := env.cluster.client.get(ctx, dep, scalingNS, name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n, _ := field(d, "spec", "replicas").(float64)
+	return int(n)
+}
+
+// syncingUntil runs a driver pass every second, as Metacontroller's
+// resyncs and watch events would, until check returns nil or within is
+// over; it returns how long that took. check's error says what it saw.
+func syncingUntil(t *testing.T, ctx context.Context, d *driver, name string, within time.Duration, what string, check func() error) time.Duration {
+	t.Helper()
+	start := time.Now()
+	for {
+		if _, err := d.reconcile(ctx, scalingNS, name); err != nil {
+			t.Fatalf("sync %s: %v", name, err)
+		}
+		err := check()
+		if err == nil {
+			return time.Since(start)
+		}
+		if time.Since(start) > within {
+			t.Fatalf("%s: not within %s: %v", what, within, err)
+		}
+		time.Sleep(time.Second)
+	}
+}
+
+// want is nil when got is want, else an error saying what got is.
+func want[T comparable](what string, got, want T) error {
+	if got == want {
+		return nil
+	}
+	return fmt.Errorf("%s is %v", what, got)
+}
+
+// reportRunning plays the Deployment controller: n replicas, all ready.
+func reportRunning(t *testing.T, ctx context.Context, name string, n int) {
+	t.Helper()
+	dep, err := env.cluster.client.byKind(ctx, "apps/v1", "Deployment")
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, err := env.cluster.client.get(ctx, dep, scalingNS, name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := putStatus(ctx, dep.path(scalingNS, name), obj{"observedGeneration": field(d, "metadata", "generation"),
+		"replicas": n, "updatedReplicas": n, "readyReplicas": n, "availableReplicas": n}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// soCondition is the ScaledObject's Ready condition as KEDA set it (nil
+// while KEDA has not said).
+func soCondition(t *testing.T, ctx context.Context, name string) obj {
+	t.Helper()
+	r := gvr{APIVersion: "keda.sh/v1alpha1", Resource: "scaledobjects", Kind: "ScaledObject", Namespaced: true}
+	so, err := env.cluster.client.get(ctx, r, scalingNS, name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return conditions(so)["Ready"]
+}
+
+// conditionIs is nil when the condition has the status, else an error
+// showing the condition.
+func conditionIs(c obj, status string) error {
+	if str(c, "status") == status {
+		return nil
+	}
+	return fmt.Errorf("condition is %s", mustJSON(c))
+}
+
+// TestKEDAScalesFromZero is what users run Asya for, with the real KEDA:
+// an idle actor scales to zero, messages on its queue bring it up within
+// two polling intervals and keep it up while Metacontroller keeps syncing,
+// and once the queue drains it goes back to zero after the cooldown.
+func TestKEDAScalesFromZero(t *testing.T) {
+	needKEDA(t)
+	const poll, cooldown = 3, 6
+	for _, f := range feeders {
+		t.Run(f.transport, func(t *testing.T) {
+			ctx := ctxFor(t, 4*time.Minute)
+			ensureNamespace(t, ctx, scalingNS, true)
+			name := f.name("scale-" + f.transport)
+			createActor(t, ctx, scalingActor(t, name, f.transport, poll, cooldown))
+			queue := "asya-" + name
+			d := env.driver
+
+			syncingUntil(t, ctx, d, name, time.Minute, "ScaledObject Ready", func() error {
+				return conditionIs(soCondition(t, ctx, name), "True")
+			})
+			checkHPA(t, ctx, name)
+			atZero := func() error { return want("spec.replicas", replicas(t, ctx, name), 0) }
+			syncingUntil(t, ctx, d, name, time.Minute, "idle actor at 0 replicas", atZero)
+
+			f.publish(t, ctx, queue, 6)
+			up := syncingUntil(t, ctx, d, name, 2*poll*time.Second, "scale from zero within two polling intervals", func() error {
+				if n := replicas(t, ctx, name); n < 1 {
+					return fmt.Errorf("spec.replicas is %d", n)
+				}
+				return nil
+			})
+			t.Logf("%s: scaled from zero %.1f s after the messages (polling every %d s)", f.transport, up.Seconds(), poll)
+			// Metacontroller keeps syncing; the workload stays up.
+			for range 3 {
+				if _, err := d.reconcile(ctx, scalingNS, name); err != nil {
+					t.Fatal(err)
+				}
+				if n := replicas(t, ctx, name); n < 1 {
+					t.Fatalf("scaled back to %d while messages wait", n)
+				}
+				time.Sleep(time.Second)
+			}
+			if a := getActor(t, ctx, scalingNS, name); str(a, "status", "status") == "ScalingError" {
+				t.Errorf("status ScalingError while KEDA scales: %v", conditions(a)["ScalingReady"])
+			}
+
+			f.drain(t, ctx, queue)
+			down := syncingUntil(t, ctx, d, name, time.Duration(cooldown+3*poll)*time.Second, "back to zero after the cooldown", atZero)
+			t.Logf("%s: back to zero %.1f s after the drain (cooldown %d s)", f.transport, down.Seconds(), cooldown)
+		})
+	}
+}
+
+// checkHPA compares KEDA's HPA with the actor's ScaledObject: bounds
+// (KEDA keeps an HPA at one replica at least) and behaviour.
+func checkHPA(t *testing.T, ctx context.Context, name string) {
+	t.Helper()
+	k := env.cluster.client
+	r := gvr{APIVersion: "autoscaling/v2", Resource: "horizontalpodautoscalers", Kind: "HorizontalPodAutoscaler", Namespaced: true}
+	hpa, err := k.get(ctx, r, scalingNS, "keda-hpa-"+name)
+	if err != nil {
+		t.Fatalf("KEDA's HPA: %v", err)
+	}
+	so, err := k.get(ctx, gvr{APIVersion: "keda.sh/v1alpha1", Resource: "scaledobjects", Kind: "ScaledObject", Namespaced: true}, scalingNS, name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := field(hpa, "spec", "minReplicas"); got != float64(1) {
+		t.Errorf("HPA minReplicas %v, want 1 (KEDA scales below that itself)", got)
+	}
+	if got, want := field(hpa, "spec", "maxReplicas"), field(so, "spec", "maxReplicaCount"); got != want {
+		t.Errorf("HPA maxReplicas %v, want the ScaledObject's %v", got, want)
+	}
+	want := field(so, "spec", "advanced", "horizontalPodAutoscalerConfig", "behavior")
+	if got := field(hpa, "spec", "behavior"); !subset(want, got) {
+		t.Errorf("HPA behavior %s, want the ScaledObject's %s", mustJSON(got), mustJSON(want))
+	}
+}
+
+// TestScalingStatusFollowsKEDA breaks an SQS actor's TriggerAuthentication
+// on purpose (its env entries name variables the sidecar does not have):
+// KEDA cannot read the queue, and the actor says so with KEDA's words.
+// Applied right again, KEDA recovers and the actor says ScalingReady.
+func TestScalingStatusFollowsKEDA(t *testing.T) {
+	needKEDA(t)
+	ctx := ctxFor(t, 3*time.Minute)
+	ensureNamespace(t, ctx, scalingNS, true)
+	name := "verdict-" + env.runID
+	broken := *env.driver
+	broken.answered = func(hook string, _ obj, resp *hookResponse) {
+		for _, c := range resp.Children {
+			if str(c, "kind") != "TriggerAuthentication" {
+				continue
+			}
+			for _, e := range field(c, "spec", "env").([]any) {
+				e.(obj)["name"] = "NOT_" + str(e.(obj), "name")
+			}
+		}
+	}
+	a := scalingActor(t, name, "sqs-static", 2, 30)
+	if _, err := env.cluster.client.create(ctx, a, false); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := broken.converge(ctx, scalingNS, name, 8); err != nil {
+		t.Fatal(err)
+	}
+	// KEDA cannot scale it, so the workload keeps its one replica, which
+	// the Deployment controller reports running.
+	reportRunning(t, ctx, name, 1)
+	var kedaSays string
+	syncingUntil(t, ctx, &broken, name, time.Minute, "KEDA refuses the broken TriggerAuthentication", func() error {
+		c := soCondition(t, ctx, name)
+		kedaSays = str(c, "message")
+		return conditionIs(c, "False")
+	})
+	syncingUntil(t, ctx, &broken, name, 30*time.Second, "ScalingError in the actor's status", func() error {
+		a := getActor(t, ctx, scalingNS, name)
+		if err := want("status", str(a, "status", "status"), "ScalingError"); err != nil {
+			return fmt.Errorf("%w, ScalingReady %s", err, mustJSON(conditions(a)["ScalingReady"]))
+		}
+		return nil
+	})
+	got := conditions(getActor(t, ctx, scalingNS, name))["ScalingReady"]
+	if str(got, "status") != "False" || !strings.Contains(str(got, "message"), firstSentence(kedaSays)) {
+		t.Errorf("ScalingReady %v, want False with KEDA's message %q", got, kedaSays)
+	}
+
+	syncingUntil(t, ctx, env.driver, name, time.Minute, "ScalingReady=True once the TriggerAuthentication is right", func() error {
+		return conditionIs(conditions(getActor(t, ctx, scalingNS, name))["ScalingReady"], "True")
+	})
+}
+
+// firstSentence is the start of KEDA's message that the actor's status
+// must carry: the status may add context around it.
+func firstSentence(msg string) string {
+	if i := strings.Index(msg, ": "); i > 0 {
+		return msg[:i]
+	}
+	return msg
+}
+
+// TestIRSAActorUnderKEDA: KEDA's webhooks admit an IRSA actor's
+// ScaledObject and TriggerAuthentication (pod identity of the workload),
+// and the actor's ScalingReady says what KEDA says of it. Here no AWS web
+// identity exists, so KEDA cannot assume the role.
+func TestIRSAActorUnderKEDA(t *testing.T) {
+	needKEDA(t)
+	ctx := ctxFor(t, 2*time.Minute)
+	ensureNamespace(t, ctx, scalingNS, true)
+	a := sqsName(loadActor(t, filepath.Join(env.root, "e2e", "testdata", "actors", "sqs-irsa.yaml"), scalingNS))
+	name := str(a, "metadata", "name")
+	createActor(t, ctx, a)
+	var kedaSays, msg string
+	syncingUntil(t, ctx, env.driver, name, time.Minute, "KEDA's verdict on the ScaledObject", func() error {
+		c := soCondition(t, ctx, name)
+		kedaSays, msg = str(c, "status"), str(c, "message")
+		if kedaSays == "" || kedaSays == "Unknown" {
+			return fmt.Errorf("Ready is %s", mustJSON(c))
+		}
+		return nil
+	})
+	syncingUntil(t, ctx, env.driver, name, 30*time.Second, "the actor's ScalingReady follows KEDA", func() error {
+		return want("ScalingReady", str(conditions(getActor(t, ctx, scalingNS, name))["ScalingReady"], "status"), kedaSays)
+	})
+	got := conditions(getActor(t, ctx, scalingNS, name))["ScalingReady"]
+	if kedaSays == "False" && !strings.Contains(str(got, "message"), firstSentence(msg)) {
+		t.Errorf("ScalingReady message %q, want KEDA's %q", str(got, "message"), msg)
+	}
+	t.Logf("KEDA on the IRSA actor: Ready=%s %q; the actor: %s", kedaSays, msg, mustJSON(got))
+}
+
+// TestKEDAWebhooksAdmitChildren: every ScaledObject and TriggerAuthentication
+// the tests applied went through KEDA's validating webhooks, registered
+// with failurePolicy Fail, on create and on update.
+func TestKEDAWebhooksAdmitChildren(t *testing.T) {
+	needKEDA(t)
+	ctx := ctxFor(t, time.Minute)
+	ensureNamespace(t, ctx, scalingNS, true)
+	name := "admitted-" + env.runID
+	before := webhookCalls(t)
+	a := scalingActor(t, name, "sqs-static", 5, 30)
+	createActor(t, ctx, a)
+	// An update of both: a new bound changes the ScaledObject, and the
+	// pass re-applies the TriggerAuthentication.
+	mapAt(a, "spec", "scaling")["maxReplicas"] = 4
+	if _, err := env.cluster.client.apply(ctx, a, "e2e"); err != nil {
+		t.Fatal(err)
+	}
+	converge(t, ctx, scalingNS, name)
+	after := webhookCalls(t)
+	for _, path := range []string{"/validate-keda-sh-v1alpha1-scaledobject", "/validate-keda-sh-v1alpha1-triggerauthentication"} {
+		if after[path] < before[path]+2 {
+			t.Errorf("%s answered %d admission requests for a create and an update, want 2 at least", path, after[path]-before[path])
+		}
+	}
+}
+
+func webhookCalls(t *testing.T) map[string]int {
+	t.Helper()
+	out := map[string]int{}
+	for _, path := range []string{"/validate-keda-sh-v1alpha1-scaledobject", "/validate-keda-sh-v1alpha1-triggerauthentication"} {
+		n, err := env.keda.admitted(path, "200")
+		if err != nil {
+			t.Fatal(err)
+		}
+		out[path] = n
+	}
+	return out
+}
