@@ -371,7 +371,7 @@ func (d *driver) reconcile(ctx context.Context, ns, name string) (*pass, error) 
 				group, _ := observed[key].(obj)
 				seen, _ := group[d.key(c)].(obj)
 				if err := d.applyChild(ctx, parent, c, seen, d.skipUnchanged || deleting); err != nil {
-					if errors.Is(err, errUnchanged) {
+					if errors.Is(err, errUnchanged) || errors.Is(err, errConflict) {
 						continue
 					}
 					if errors.Is(err, errAlreadyExists) {
@@ -422,6 +422,10 @@ var errAlreadyExists = errors.New("already exists")
 // errUnchanged: applying the child would change nothing (skipUnchanged).
 var errUnchanged = errors.New("unchanged")
 
+// errConflict: the child changed since it was read (KEDA adds finalizers
+// and writes status); the next pass applies it again.
+var errConflict = errors.New("conflict")
+
 // applyChild updates an observed child in place, or creates one that was
 // not observed (observed nil), with the driver's apply strategy. Creating
 // fails with errAlreadyExists when an object of that name exists, as
@@ -429,7 +433,7 @@ var errUnchanged = errors.New("unchanged")
 // change nothing is not sent (errUnchanged): always so in finalize, where
 // an answer that keeps the children as last applied must leave them alone,
 // as Metacontroller does. An update that loses a race with another writer
-// is left to the next pass (errUnchanged too), as Metacontroller retries.
+// (errConflict) is left to the next pass, as Metacontroller retries.
 func (d *driver) applyChild(ctx context.Context, parent, c, observed obj, skipUnchanged bool) error {
 	out := deepCopy(c)
 	meta := mapAt(out, "metadata")
@@ -470,7 +474,7 @@ func (d *driver) applyChild(ctx context.Context, parent, c, observed obj, skipUn
 	}
 	_, err = d.kube.do(ctx, "PUT", r.path(str(out, "metadata", "namespace"), str(out, "metadata", "name")), merged, "")
 	if isStatus(err, 409) {
-		return errUnchanged
+		return errConflict
 	}
 	return err
 }

@@ -1,6 +1,7 @@
 package sync
 
 import (
+	"regexp"
 	"strings"
 
 	kedav1alpha1 "github.com/kedacore/keda/v2/apis/keda/v1alpha1"
@@ -22,14 +23,17 @@ func scalingModifierProblems(so *kedav1alpha1.ScaledObject) []string {
 	return nil
 }
 
-// firstLines joins an error's lines, leaving out the source excerpt and
-// caret lines (" | ...") of an expression error.
+// firstLines joins an error's lines, leaving out what points into the
+// formula as KEDA rewrote it (float(...)), not as the user wrote it: the
+// excerpt and caret lines (" | ...") and the "(line:column)" position.
 func firstLines(msg string) string {
 	var kept []string
 	for _, line := range strings.Split(msg, "\n") {
 		if !strings.HasPrefix(strings.TrimSpace(line), "|") {
-			kept = append(kept, strings.TrimSpace(line))
+			kept = append(kept, position.ReplaceAllString(strings.TrimSpace(line), ""))
 		}
 	}
 	return strings.Join(kept, ": ")
 }
+
+var position = regexp.MustCompile(` \(\d+:\d+\)$`)
