@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# End-to-end tier: a real kube-apiserver and etcd on loopback, the CRDs, the
-# asya-sync service built from this tree, and a test driver that plays
-# Metacontroller's part.
+# End-to-end tier: a real kube-apiserver and etcd on loopback, the CRDs,
+# KEDA's operator and admission webhooks, the asya-sync service built from
+# this tree, and a test driver that plays Metacontroller's part, applying
+# children with either of its apply strategies.
 #
 #   .ci/e2e.sh                 build the tools if needed, then run everything
 #   .ci/e2e.sh test [ARGS]     the same, passing ARGS to go test (e.g. -run Helm)
@@ -12,7 +13,8 @@
 #   .ci/e2e.sh image           the Dockerfile's build step, without Docker
 #
 # ASYA_REQUIRE_INTEGRATION=1 turns every missing piece (broker, tool, binary)
-# into a failure instead of a skip.
+# into a failure instead of a skip. ASYA_E2E_KEDA_VERSION=v2.x.y runs another
+# KEDA release than the one go.mod pins (README: the oldest supported one).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$PWD
@@ -93,8 +95,7 @@ build_tools() {
 
 # build_keda: KEDA's operator and admission webhooks at KEDA_VERSION, into
 # $BIN/keda-$KEDA_VERSION. Built from the module's own directory (copied
-# writable) as the main module, so that its replace directives apply. A cold
-# build takes about 11 minutes on 2 cores.
+# writable) as the main module, so that its replace directives apply.
 build_keda() {
   local out=$BIN/keda-$KEDA_VERSION want
   want="$KEDA_VERSION $(go env GOVERSION)"
@@ -102,7 +103,7 @@ build_keda() {
     log "KEDA $KEDA_VERSION up to date in $out"
     return
   fi
-  log "building KEDA $KEDA_VERSION operator and webhooks into $out (a cold build takes about 11 minutes)"
+  log "building KEDA $KEDA_VERSION operator and webhooks into $out (a cold build takes 5 to 11 minutes)"
   local start=$SECONDS src
   module_dir "github.com/kedacore/keda/v2@$KEDA_VERSION" cmd/operator || missing "KEDA $KEDA_VERSION could not be downloaded"
   src=$SCRATCH/keda-src

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -77,11 +78,20 @@ func (e *testEnv) startKEDA(ctx context.Context, bin string) (*keda, error) {
 		kd.stop()
 		return nil, err
 	}
-	kd.operator, err = startProcess("keda-operator", e.work, kedaEnv, filepath.Join(bin, "keda-operator"),
-		"--kubeconfig="+e.cluster.kubeconfig, "--cert-dir="+certs,
-		"--enable-webhook-patching=false", "--enable-apiservice-patching=false",
-		"--metrics-bind-address="+addr(3), "--health-probe-bind-address="+addr(4),
-		"--metrics-service-bind-address="+addr(5))
+	operator := filepath.Join(bin, "keda-operator")
+	args := []string{"--kubeconfig=" + e.cluster.kubeconfig, "--cert-dir=" + certs,
+		"--metrics-bind-address=" + addr(3), "--health-probe-bind-address=" + addr(4),
+		"--metrics-service-bind-address=" + addr(5)}
+	// Nothing here to patch: the webhooks are registered above and there is
+	// no metrics APIService. Releases before these flags patch nothing
+	// without certificate rotation, which is off by default.
+	help, _ := exec.Command(operator, "--help").CombinedOutput()
+	for _, flag := range []string{"--enable-webhook-patching", "--enable-apiservice-patching"} {
+		if strings.Contains(string(help), flag) {
+			args = append(args, flag+"=false")
+		}
+	}
+	kd.operator, err = startProcess("keda-operator", e.work, kedaEnv, operator, args...)
 	if err != nil {
 		kd.stop()
 		return nil, err
