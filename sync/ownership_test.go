@@ -236,9 +236,14 @@ func (s sqsQueues) publish(t *testing.T, queue string) {
 	if !ok {
 		t.Fatalf("queue %s does not exist", queue)
 	}
+	before := s.messages(t, queue)
 	if _, err := s.client.SendMessage(context.Background(), &sqs.SendMessageInput{QueueUrl: aws.String(url), MessageBody: aws.String("m")}); err != nil {
 		t.Fatal(err)
 	}
+	// The emulator counts a message only once a timer of its own has run
+	// (even with no delay), so a count read at once may miss it; wait, as
+	// the RabbitMQ publish waits for the broker's confirm.
+	testenv.Eventually(t, 5*time.Second, "the message counted", func() bool { return s.messages(t, queue) > before })
 }
 
 func (s sqsQueues) messages(t *testing.T, queue string) int {
