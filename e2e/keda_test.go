@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"testing"
 	"time"
 )
 
@@ -27,6 +28,16 @@ const kedaNS = "keda"
 type keda struct {
 	operator, webhooks *process
 	webhooksMetrics    string // the webhooks' Prometheus endpoint
+}
+
+func needKEDA(t *testing.T) {
+	t.Helper()
+	if env.keda == nil {
+		if required() {
+			t.Fatal("KEDA is not running (ASYA_E2E_KEDA_BIN)")
+		}
+		t.Skip("KEDA is not running: set ASYA_E2E_KEDA_BIN (.ci/e2e.sh does)")
+	}
 }
 
 // startKEDA starts the webhooks, registers them for KEDA's resources as
@@ -153,4 +164,45 @@ func (kd *keda) admitted(path, code string) (int, error) {
 		}
 	}
 	return 0, sc.Err()
+}
+
+// soCondition is the ScaledObject's Ready condition as KEDA set it (nil
+// while KEDA has not said).
+func soCondition(t *testing.T, ctx context.Context, ns, name string) obj {
+	t.Helper()
+	r := gvr{APIVersion: "keda.sh/v1alpha1", Resource: "scaledobjects", Kind: "ScaledObject", Namespaced: true}
+	so, err := env.cluster.client.get(ctx, r, ns, name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return conditions(so)["Ready"]
+}
+
+// awaitKEDA waits, when KEDA runs, until it has judged the actor's
+// ScaledObject, then syncs the actor until it settles on that verdict, as
+// Metacontroller does on the watch event of KEDA's status write.
+func awaitKEDA(t *testing.T, ctx context.Context, ns, name string) {
+	t.Helper()
+	if env.keda == nil {
+		return
+	}
+	err := waitFor("KEDA's verdict on ScaledObject "+ns+"/"+name, time.Minute, env.keda.operator, func() error {
+		if s := str(soCondition(t, ctx, ns, name), "status"); s != "True" && s != "False" {
+			return fmt.Errorf("Ready is %q", s)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	converge(t, ctx, ns, name)
+}
+
+// conditionIs is nil when the condition has the status, else an error
+// showing the condition.
+func conditionIs(c obj, status string) error {
+	if str(c, "status") == status {
+		return nil
+	}
+	return fmt.Errorf("condition is %s", mustJSON(c))
 }

@@ -18,16 +18,6 @@ import (
 
 const scalingNS = "e2e-keda"
 
-func needKEDA(t *testing.T) {
-	t.Helper()
-	if env.keda == nil {
-		if required() {
-			t.Fatal("KEDA is not running (ASYA_E2E_KEDA_BIN)")
-		}
-		t.Skip("KEDA is not running: set ASYA_E2E_KEDA_BIN (.ci/e2e.sh does)")
-	}
-}
-
 // queueFeeder puts messages on an actor's queue and takes them off again.
 type queueFeeder struct {
 	transport string
@@ -175,47 +165,6 @@ func reportRunning(t *testing.T, ctx context.Context, name string, n int) {
 		"replicas": n, "updatedReplicas": n, "readyReplicas": n, "availableReplicas": n}); err != nil {
 		t.Fatal(err)
 	}
-}
-
-// soCondition is the ScaledObject's Ready condition as KEDA set it (nil
-// while KEDA has not said).
-func soCondition(t *testing.T, ctx context.Context, ns, name string) obj {
-	t.Helper()
-	r := gvr{APIVersion: "keda.sh/v1alpha1", Resource: "scaledobjects", Kind: "ScaledObject", Namespaced: true}
-	so, err := env.cluster.client.get(ctx, r, ns, name)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return conditions(so)["Ready"]
-}
-
-// awaitKEDA waits, when KEDA runs, until it has judged the actor's
-// ScaledObject, then syncs the actor until it settles on that verdict, as
-// Metacontroller does on the watch event of KEDA's status write.
-func awaitKEDA(t *testing.T, ctx context.Context, ns, name string) {
-	t.Helper()
-	if env.keda == nil {
-		return
-	}
-	err := waitFor("KEDA's verdict on ScaledObject "+ns+"/"+name, time.Minute, env.keda.operator, func() error {
-		if s := str(soCondition(t, ctx, ns, name), "status"); s != "True" && s != "False" {
-			return fmt.Errorf("Ready is %q", s)
-		}
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	converge(t, ctx, ns, name)
-}
-
-// conditionIs is nil when the condition has the status, else an error
-// showing the condition.
-func conditionIs(c obj, status string) error {
-	if str(c, "status") == status {
-		return nil
-	}
-	return fmt.Errorf("condition is %s", mustJSON(c))
 }
 
 // TestKEDAScalesFromZero is what users run Asya for, with the real KEDA:
@@ -391,29 +340,34 @@ func TestIRSAActorUnderKEDA(t *testing.T) {
 	t.Logf("KEDA on the IRSA actor: Ready=%s %q; the actor: %s", kedaSays, msg, mustJSON(got))
 }
 
-// TestKEDAWebhooksAdmitChildren: every ScaledObject and TriggerAuthentication
-// the tests applied went through KEDA's validating webhooks, registered
-// with failurePolicy Fail, on create and on update.
+// TestKEDAWebhooksAdmitChildren: the ScaledObject and TriggerAuthentication
+// of each transport go through KEDA's validating webhooks, registered with
+// failurePolicy Fail, on create and on update, and are admitted (a refusal
+// would fail the driver's apply).
 func TestKEDAWebhooksAdmitChildren(t *testing.T) {
 	needKEDA(t)
-	ctx := ctxFor(t, time.Minute)
-	ensureNamespace(t, ctx, scalingNS, true)
-	name := "admitted-" + env.runID
-	before := webhookCalls(t)
-	a := scalingActor(t, name, "sqs-static", 5, 30)
-	createActor(t, ctx, a)
-	// An update of both: a new bound changes the ScaledObject, and the
-	// pass re-applies the TriggerAuthentication.
-	mapAt(a, "spec", "scaling")["maxReplicas"] = 4
-	if _, err := env.cluster.client.apply(ctx, a, "e2e"); err != nil {
-		t.Fatal(err)
-	}
-	converge(t, ctx, scalingNS, name)
-	after := webhookCalls(t)
-	for _, path := range []string{"/validate-keda-sh-v1alpha1-scaledobject", "/validate-keda-sh-v1alpha1-triggerauthentication"} {
-		if after[path] < before[path]+2 {
-			t.Errorf("%s answered %d admission requests for a create and an update, want 2 at least", path, after[path]-before[path])
-		}
+	for _, f := range feeders {
+		t.Run(f.transport, func(t *testing.T) {
+			ctx := ctxFor(t, time.Minute)
+			ensureNamespace(t, ctx, scalingNS, true)
+			name := f.name("admitted-" + f.transport)
+			before := webhookCalls(t)
+			a := scalingActor(t, name, f.transport, 5, 30)
+			createActor(t, ctx, a)
+			// An update of both: a new bound changes the ScaledObject, and
+			// the pass re-applies the TriggerAuthentication.
+			mapAt(a, "spec", "scaling")["maxReplicas"] = 4
+			if _, err := env.cluster.client.apply(ctx, a, "e2e"); err != nil {
+				t.Fatal(err)
+			}
+			converge(t, ctx, scalingNS, name)
+			after := webhookCalls(t)
+			for path := range after {
+				if after[path] < before[path]+2 {
+					t.Errorf("%s answered %d admission requests for a create and an update, want 2 at least", path, after[path]-before[path])
+				}
+			}
+		})
 	}
 }
 
