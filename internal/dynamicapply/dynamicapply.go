@@ -269,4 +269,3 @@ func deepCopy(v any) any {
 		return v
 	}
 }
-
