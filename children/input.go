@@ -7,7 +7,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/asya-sh/asya-sync/api/v1alpha1"
-	"github.com/asya-sh/asya-sync/config"
 	"github.com/asya-sh/asya-sync/transport"
 )
 
@@ -15,8 +14,8 @@ import (
 type Input struct {
 	// Actor is the parent, with Spec already defaulted (WithDefaults).
 	Actor *v1alpha1.AsyncActor
-	// Transport is the actor's transport from the service configuration.
-	Transport config.Transport
+	// Transport is the kind of the actor's transport, configured.
+	Transport transport.Kind
 	// SidecarImage is the service-wide default sidecar image.
 	SidecarImage string
 	// SidecarSecurityContext is the service-wide default sidecar
@@ -63,7 +62,7 @@ func ServiceAccountName(actor string) string        { return "asya-" + actor }
 func TriggerAuthenticationName(actor string) string { return actor + "-trigger-auth" }
 
 // usesIRSA reports whether the actor's pods run as the IRSA ServiceAccount.
-func (in Input) usesIRSA() bool { return in.Transport.Kind.PodRole() != "" }
+func (in Input) usesIRSA() bool { return in.Transport.PodRole() != "" }
 
 // queue is the actor's queue on its transport.
 func (in Input) queue() transport.Queue { return transport.QueueOf(in.Actor) }

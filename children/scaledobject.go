@@ -95,8 +95,8 @@ func hpaBehavior() *autoscalingv2.HorizontalPodAutoscalerBehavior {
 func (in Input) trigger() kedav1alpha1.ScaleTriggers {
 	target := strconv.Itoa(int(in.Actor.Spec.Scaling.QueueLength))
 	t := kedav1alpha1.ScaleTriggers{Name: TriggerName}
-	t.Type, t.Metadata = in.Transport.Kind.Trigger(in.queue(), target)
-	if in.Transport.Kind.TriggerAuth() != nil {
+	t.Type, t.Metadata = in.Transport.Trigger(in.queue(), target)
+	if in.Transport.TriggerAuth() != nil {
 		t.AuthenticationRef = &kedav1alpha1.AuthenticationRef{Name: TriggerAuthenticationName(in.Actor.Name)}
 	}
 	return t

@@ -10,7 +10,6 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/asya-sh/asya-sync/api/v1alpha1"
-	"github.com/asya-sh/asya-sync/config"
 	"github.com/asya-sh/asya-sync/internal/golden"
 	"github.com/asya-sh/asya-sync/transport"
 	"github.com/asya-sh/asya-sync/transport/rabbitmq"
@@ -19,10 +18,10 @@ import (
 
 // scalingInput is an actor "echo" in namespace "ml" with scaling on, on the
 // given transport, changed by edit before its spec is defaulted.
-func scalingInput(t config.Transport, edit func(*v1alpha1.AsyncActorSpec)) Input {
+func scalingInput(t transport.Kind, edit func(*v1alpha1.AsyncActorSpec)) Input {
 	actor := &v1alpha1.AsyncActor{}
 	actor.Name, actor.Namespace = "echo", "ml"
-	actor.Spec.Transport = t.Name
+	actor.Spec.Transport = t.Type()
 	actor.Spec.Scaling.Enabled = true
 	if edit != nil {
 		edit(&actor.Spec)
@@ -31,7 +30,7 @@ func scalingInput(t config.Transport, edit func(*v1alpha1.AsyncActorSpec)) Input
 	return Input{Actor: actor, Transport: t}
 }
 
-func rabbitMQTransport(edit func(*rabbitmq.Settings)) config.Transport {
+func rabbitMQTransport(edit func(*rabbitmq.Settings)) transport.Kind {
 	r := &rabbitmq.Settings{
 		Host:              "rabbitmq.default.svc.cluster.local",
 		Port:              5672,
@@ -42,15 +41,15 @@ func rabbitMQTransport(edit func(*rabbitmq.Settings)) config.Transport {
 	if edit != nil {
 		edit(r)
 	}
-	return config.Transport{Name: "rabbitmq", Enabled: true, Kind: r}
+	return r
 }
 
-func sqsTransport(edit func(*sqs.Settings)) config.Transport {
+func sqsTransport(edit func(*sqs.Settings)) transport.Kind {
 	s := &sqs.Settings{Region: "eu-west-1", AccountID: "123456789012", WaitTimeSeconds: ptr.To[int32](sqs.DefaultWaitTimeSeconds)}
 	if edit != nil {
 		edit(s)
 	}
-	return config.Transport{Name: "sqs", Enabled: true, Kind: s}
+	return s
 }
 
 func staticCredentials(s *sqs.Settings) {

@@ -19,6 +19,6 @@ func ServiceAccount(in Input) *corev1.ServiceAccount {
 		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "ServiceAccount"},
 		ObjectMeta: in.objectMeta(ServiceAccountName(in.Actor.Name)),
 	}
-	sa.Annotations = map[string]string{AnnotationRoleARN: in.Transport.Kind.PodRole()}
+	sa.Annotations = map[string]string{AnnotationRoleARN: in.Transport.PodRole()}
 	return sa
 }

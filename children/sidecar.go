@@ -63,9 +63,9 @@ func (in Input) sidecarEnv() []corev1.EnvVar {
 		value("ASYA_ACTOR_ERROR_END", ErrorEnd),
 		value("ASYA_RUNTIME_TIMEOUT", fmt.Sprintf("%ds", in.Actor.Spec.Timeout.Processing)),
 		value("ASYA_SOCKET_DIR", SocketDir),
-		value("ASYA_TRANSPORT", in.Transport.Kind.Type()),
+		value("ASYA_TRANSPORT", in.Transport.Type()),
 	)
-	env = append(env, in.Transport.Kind.SidecarEnv(in.queue())...)
+	env = append(env, in.Transport.SidecarEnv(in.queue())...)
 	if in.isEndActor() {
 		env = append(env, value("ASYA_IS_END_ACTOR", "true"))
 	}

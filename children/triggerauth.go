@@ -10,7 +10,7 @@ func TriggerAuthentication(in Input) *kedav1alpha1.TriggerAuthentication {
 	if !in.ScalingActive() {
 		return nil
 	}
-	spec := in.Transport.Kind.TriggerAuth()
+	spec := in.Transport.TriggerAuth()
 	if spec == nil {
 		return nil
 	}

@@ -114,8 +114,8 @@ func TestScalingTriggerAuthenticationMatchesWorkload(t *testing.T) {
 		in := withRuntimeContainer(scalingInput(rabbitMQTransport(nil), nil))
 		env := TriggerAuthentication(in).Spec.Env[0]
 		got := containerEnv(t, podSpecOf(t, Workload(in)), env.ContainerName, env.Name)
-		if got != in.Transport.Kind.(*rabbitmq.Settings).Username {
-			t.Errorf("%s/%s = %q, want the configured username %q", env.ContainerName, env.Name, got, in.Transport.Kind.(*rabbitmq.Settings).Username)
+		if got != in.Transport.(*rabbitmq.Settings).Username {
+			t.Errorf("%s/%s = %q, want the configured username %q", env.ContainerName, env.Name, got, in.Transport.(*rabbitmq.Settings).Username)
 		}
 	})
 	t.Run("irsa service account", func(t *testing.T) {

@@ -76,7 +76,7 @@ func (h *Handler) transportOf(name string) (config.Transport, status.QueueState,
 func (h *Handler) childrenInput(a *assessment) children.Input {
 	return children.Input{
 		Actor:                  a.actor,
-		Transport:              a.transport,
+		Transport:              a.transport.Kind,
 		SidecarImage:           h.Config.SidecarImage,
 		SidecarSecurityContext: h.Config.SidecarSecurityContext,
 		GatewayURL:             h.Config.GatewayURL,

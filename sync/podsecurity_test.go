@@ -60,7 +60,7 @@ func TestPodSecurityProblems(t *testing.T) {
 			actor.Spec.Sidecar.SecurityContext = tt.sidecar
 			actor.Spec = actor.Spec.WithDefaults()
 			tmpl := children.PodTemplate(children.Input{Actor: actor, SidecarSecurityContext: config.DefaultSidecarSecurityContext(),
-				Transport: config.Transport{Name: "mq", Kind: &rabbitmq.Settings{}}})
+				Transport: &rabbitmq.Settings{}})
 			got := podSecurityProblems(tt.ns, tmpl)
 			if len(tt.want) == 0 {
 				if len(got) != 0 {
