@@ -1,7 +1,7 @@
-// Package finalize decides the teardown of an AsyncActor being deleted:
-// whether its queue is deleted or stays, and deleting it. The sync
-// pipeline (sync.Handler.Answer) runs it as the queue step of a finalizing
-// request.
+// Package finalize is the teardown of an AsyncActor being deleted: whether
+// its queue is deleted or stays, and for whom, and deleting it. The sync
+// pipeline (sync.Handler.Answer) calls Release once, as the queue step of a
+// finalizing request; the children are left to garbage collection.
 package finalize
 
 import (
@@ -27,14 +27,40 @@ var released = status.QueueState{Ready: true}
 // Claim is what the fate of the actor's queue depends on.
 type Claim struct {
 	Actor *v1alpha1.AsyncActor
-	// Owner owns the queue among the actors of the name on the transport;
-	// Mine says it is Actor.
+	// Owner owns the queue among the actors of the name on the transport
+	// (transport.Owner); Mine says it is Actor.
 	Owner transport.Claimant
 	Mine  bool
 	// KeyedByName: the related actors came keyed by bare name (hook
 	// version v1), which may hide an actor of the same name in another
 	// namespace.
 	KeyedByName bool
+}
+
+// Release is the queue step of an actor being deleted, on the broker of
+// its configured transport (brokers nil: none is touched, as in render).
+// The queue is deleted unless it is not the actor's to delete (Kept).
+// Ready means the queue is confirmed gone or kept on purpose, and the actor
+// is then finalized at once: its children need no waiting for, since
+// garbage collection removes them through their owner references, and the
+// Asya sidecar only declares its queue passively, so a pod still running
+// cannot bring a deleted queue back.
+func Release(ctx context.Context, c Claim, brokers transport.Lookup) status.QueueState {
+	if kept, ok := Kept(c); ok {
+		return kept
+	}
+	if brokers == nil {
+		return released
+	}
+	broker, missing := transport.Find(brokers, c.Actor.Spec.Transport)
+	if missing != nil {
+		return status.QueueState{Reason: missing.Reason, Message: missing.Message}
+	}
+	q := transport.QueueOf(c.Actor)
+	if err := transport.Attempt(ctx, func(ctx context.Context) error { return broker.Delete(ctx, q) }); err != nil {
+		return status.QueueState{Reason: err.Reason, Message: "deleting queue " + q.Name() + ": " + err.Error()}
+	}
+	return released
 }
 
 // Kept says why the queue stays, if it does: the actor asks to retain it,
@@ -55,16 +81,4 @@ func Kept(c Claim) (status.QueueState, bool) {
 			"queue %s is left, messages and all, to AsyncActor %s, which owns it", queue, c.Owner)}, true
 	}
 	return status.QueueState{}, false
-}
-
-// Delete deletes the queue, messages and all. Ready in the result means
-// it is confirmed gone.
-func Delete(ctx context.Context, broker transport.Broker, q transport.Queue) status.QueueState {
-	ctx, cancel := context.WithTimeout(ctx, transport.DefaultTimeout)
-	defer cancel()
-	if err := broker.Delete(ctx, q); err != nil {
-		te := transport.AsError(err)
-		return status.QueueState{Reason: te.Reason, Message: "deleting queue " + q.Name() + ": " + te.Error()}
-	}
-	return released
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/asya-sh/asya-sync/api/v1alpha1"
 	"github.com/asya-sh/asya-sync/children"
 	"github.com/asya-sh/asya-sync/config"
+	"github.com/asya-sh/asya-sync/finalize"
 	"github.com/asya-sh/asya-sync/internal/dynamicapply"
 	"github.com/asya-sh/asya-sync/status"
 	"github.com/asya-sh/asya-sync/transport"
@@ -47,8 +48,7 @@ func (h *Handler) assess(req *hook.SyncRequest) *assessment {
 		return a
 	}
 	a.problems = append(a.problems, validate(a.actor.Name, a.actor.Spec, a.transport)...)
-	rivals := transport.Rivals(a.actor, req.Related.AsyncActors.List())
-	owner, mine := transport.Owner(transport.ClaimantOf(a.actor), rivals)
+	owner, mine := transport.Owner(a.actor, req.Related.AsyncActors.List())
 	a.owner, a.standby = owner, !mine
 	if a.standby {
 		a.queue = queueConflict(a.actor, owner)
@@ -85,6 +85,12 @@ func (h *Handler) childrenInput(a *assessment) children.Input {
 		KEDAMissing:            a.req.Children.ScaledObjects == nil,
 		Standby:                a.standby,
 	}
+}
+
+// claim is what finalize decides the queue's fate from.
+func (a *assessment) claim() finalize.Claim {
+	return finalize.Claim{Actor: a.actor, Owner: a.owner, Mine: !a.standby,
+		KeyedByName: a.req.Related.AsyncActors.KeyedByName()}
 }
 
 // queueConflict is the status of an actor whose queue another actor owns.

@@ -13,6 +13,7 @@ import (
 	"github.com/asya-sh/asya-sync/api/hook"
 	"github.com/asya-sh/asya-sync/api/v1alpha1"
 	"github.com/asya-sh/asya-sync/config"
+	"github.com/asya-sh/asya-sync/finalize"
 	asyaruntime "github.com/asya-sh/asya-sync/runtime"
 	"github.com/asya-sh/asya-sync/status"
 	"github.com/asya-sh/asya-sync/transport"
@@ -32,9 +33,12 @@ type Handler struct {
 // deleted), build the children, compute the status.
 func (h *Handler) Answer(ctx context.Context, req *hook.SyncRequest) (*hook.Response, error) {
 	a := h.assess(req)
-	if req.Finalizing {
-		a.queue = h.releaseQueue(ctx, a)
-	} else if a.found && !a.standby {
+	switch {
+	case req.Finalizing && a.found:
+		a.queue = finalize.Release(ctx, a.claim(), h.Transports)
+	case req.Finalizing:
+		a.queue = status.QueueState{Ready: true} // no transport of ours, no queue to release
+	case a.found && !a.standby:
 		a.queue, a.retryAfter = h.ensureQueue(ctx, a)
 	}
 	kids, err := a.children()
@@ -67,17 +71,20 @@ func (h *Handler) ensureQueue(ctx context.Context, a *assessment) (status.QueueS
 	if !ok {
 		return state, 0
 	}
-	ctx, cancel := context.WithTimeout(ctx, transport.DefaultTimeout)
-	defer cancel()
 	q := transport.QueueOf(a.actor)
-	if err := broker.Ensure(ctx, q); err != nil {
-		te := transport.AsError(err)
-		return status.QueueState{Reason: te.Reason, Message: te.Error()}, te.RetryAfter
+	err := transport.Attempt(ctx, func(ctx context.Context) error {
+		if err := broker.Ensure(ctx, q); err != nil {
+			return err
+		}
+		if counts, err := broker.Counts(ctx, q); err == nil {
+			state.Queued, state.Processing = counts.Queued, counts.Processing
+		}
+		return nil
+	})
+	if err != nil {
+		return status.QueueState{Reason: err.Reason, Message: err.Error()}, err.RetryAfter
 	}
-	state = status.QueueState{Ready: true}
-	if counts, err := broker.Counts(ctx, q); err == nil {
-		state.Queued, state.Processing = counts.Queued, counts.Processing
-	}
+	state.Ready = true
 	return state, 0
 }
 

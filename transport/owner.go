@@ -25,26 +25,28 @@ type Claimant struct {
 // String is the claimant as users name it: namespace/name.
 func (c Claimant) String() string { return c.Namespace + "/" + c.Name }
 
-// ClaimantOf is the actor as a claimant of its queue.
-func ClaimantOf(a *v1alpha1.AsyncActor) Claimant {
-	return Claimant{Namespace: a.Namespace, Name: a.Name, UID: string(a.UID),
-		Created: a.CreationTimestamp.Time, Terminating: a.DeletionTimestamp != nil}
-}
-
-// Rivals are the other actors among observed that claim self's queue: the
-// same name on the same transport, in any namespace. Objects that are not
-// actors of that name, and self, are skipped.
-func Rivals(self *v1alpha1.AsyncActor, observed []*unstructured.Unstructured) []Claimant {
-	var out []Claimant
-	for _, obj := range observed {
+// Owner is the ownership rule: of self and the actors Metacontroller sent
+// (related objects, any namespace), it picks the owner of self's queue and
+// says whether it is self. The claimants are the actors of self's name on
+// self's transport. One not being deleted comes before one that is, then
+// the oldest, then the lowest uid: the first actor to claim a queue keeps
+// it for as long as it lives, and the next in line takes over as soon as
+// the owner is being deleted. The order of actors does not matter.
+func Owner(self *v1alpha1.AsyncActor, actors []*unstructured.Unstructured) (owner Claimant, mine bool) {
+	owner, mine = Claimant{Namespace: self.Namespace, Name: self.Name, UID: string(self.UID),
+		Created: self.CreationTimestamp.Time, Terminating: self.DeletionTimestamp != nil}, true
+	for _, obj := range actors {
 		transportName, _, _ := unstructured.NestedString(obj.Object, "spec", "transport")
 		if obj.GetName() != self.Name || transportName != self.Spec.Transport || sameActor(obj, self) {
 			continue
 		}
-		out = append(out, Claimant{Namespace: obj.GetNamespace(), Name: obj.GetName(), UID: string(obj.GetUID()),
-			Created: obj.GetCreationTimestamp().Time, Terminating: obj.GetDeletionTimestamp() != nil})
+		rival := Claimant{Namespace: obj.GetNamespace(), Name: obj.GetName(), UID: string(obj.GetUID()),
+			Created: obj.GetCreationTimestamp().Time, Terminating: obj.GetDeletionTimestamp() != nil}
+		if before(rival, owner) {
+			owner, mine = rival, false
+		}
 	}
-	return out
+	return owner, mine
 }
 
 func sameActor(obj *unstructured.Unstructured, self *v1alpha1.AsyncActor) bool {
@@ -52,21 +54,6 @@ func sameActor(obj *unstructured.Unstructured, self *v1alpha1.AsyncActor) bool {
 		return obj.GetUID() == self.UID
 	}
 	return obj.GetNamespace() == self.Namespace
-}
-
-// Owner picks the owner of a queue among self and its rivals, and says
-// whether it is self. An actor that is not being deleted comes before one
-// that is, then the oldest, then the lowest uid: the first actor to claim a
-// queue keeps it for as long as it lives, and the next in line takes over
-// as soon as the owner is being deleted.
-func Owner(self Claimant, rivals []Claimant) (Claimant, bool) {
-	owner, isSelf := self, true
-	for _, r := range rivals {
-		if before(r, owner) {
-			owner, isSelf = r, false
-		}
-	}
-	return owner, isSelf
 }
 
 func before(a, b Claimant) bool {

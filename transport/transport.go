@@ -102,6 +102,15 @@ func AsError(err error) *Error {
 // status that says so rather than a failed hook.
 const DefaultTimeout = 5 * time.Second
 
+// Attempt runs op, one broker operation of a hook call, within
+// DefaultTimeout; a failure comes back as an *Error, whose Reason is what
+// the actor's status reports.
+func Attempt(ctx context.Context, op func(context.Context) error) *Error {
+	ctx, cancel := context.WithTimeout(ctx, DefaultTimeout)
+	defer cancel()
+	return AsError(op(ctx))
+}
+
 // Lookup finds the broker of a configured transport by name.
 type Lookup interface {
 	Get(name string) (Broker, bool)
