@@ -20,7 +20,7 @@ func Build(in Input) []Object {
 		objs = append(objs, sa)
 	}
 	objs = append(objs, RuntimeConfigMap(in), Workload(in))
-	if !in.ScalingActive() {
+	if !in.ScalingActive {
 		return objs
 	}
 	if ta := TriggerAuthentication(in); ta != nil {

@@ -26,9 +26,11 @@ type Input struct {
 	// RuntimeScript is the asya_runtime.py source and its hash.
 	RuntimeScript string
 	RuntimeHash   string
-	// KEDAMissing is set when the cluster has no KEDA: the workload then keeps
-	// spec.workload.replicas and no ScaledObject is built.
-	KEDAMissing bool
+	// ScalingActive: KEDA owns the replica count (spec.scaling.enabled, the
+	// cluster has KEDA, the actor owns its queue), so the workload leaves
+	// replicas to KEDA's HPA and a ScaledObject is built. Otherwise the
+	// workload keeps spec.workload.replicas.
+	ScalingActive bool
 	// Standby is set when another actor of the same name owns the queue:
 	// the workload runs no replicas and KEDA is not asked to scale it, so
 	// the actor consumes nothing, yet everything else is built and the

@@ -15,11 +15,6 @@ import (
 // subPath mount never sees ConfigMap updates.
 const AnnotationRuntimeHash = "asya.sh/runtime-hash"
 
-// ScalingActive reports whether KEDA owns the replica count.
-func (in Input) ScalingActive() bool {
-	return in.Actor.Spec.Scaling.Enabled && !in.KEDAMissing && !in.Standby
-}
-
 // Workload returns the actor's Deployment or StatefulSet.
 func Workload(in Input) Object {
 	if in.Actor.Spec.Workload.Kind == v1alpha1.KindStatefulSet {
@@ -62,7 +57,7 @@ func (in Input) replicas() *int32 {
 	switch {
 	case in.Standby:
 		return ptr.To(int32(0))
-	case in.ScalingActive():
+	case in.ScalingActive:
 		return nil
 	}
 	return ptr.To(*in.Actor.Spec.Workload.Replicas)

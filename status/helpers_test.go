@@ -57,6 +57,7 @@ func input() Input {
 // scaled turns KEDA scaling on and applied.
 func scaled(in Input) Input {
 	in.Actor.Spec.Scaling.Enabled = true
+	in.ScalingActive = true
 	return in
 }
 

@@ -15,7 +15,7 @@ func (o *observation) setReplicaFields(st *v1alpha1.AsyncActorStatus) {
 		st.TransportStatus = TransportStatusReady
 	}
 	st.ScalingMode = ScalingModeManual
-	if o.scalingActive() {
+	if o.in.ScalingActive {
 		st.ScalingMode = ScalingModeKEDA
 		st.ScaledObjectRef = &v1alpha1.NamespacedName{Name: o.actor.Name, Namespace: o.actor.Namespace}
 	}
@@ -77,7 +77,7 @@ func (o *observation) desiredReplicas() *int32 {
 	if o.in.Standby {
 		return ptr(int32(0))
 	}
-	if !o.scalingActive() {
+	if !o.in.ScalingActive {
 		return copyPtr(o.actor.Spec.Workload.Replicas)
 	}
 	if o.in.HPA == nil {

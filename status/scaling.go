@@ -49,12 +49,6 @@ func (o *observation) scalingState() scalingState {
 	return scalingState{condition: c}
 }
 
-// scalingActive: KEDA scales the workload, as spec.scaling.enabled asks,
-// unless the cluster has no KEDA or another actor owns the queue.
-func (o *observation) scalingActive() bool {
-	return o.actor.Spec.Scaling.Enabled && !o.in.KEDAMissing && !o.in.Standby
-}
-
 // blocked: the hook creates no new children while the spec is invalid or
 // the transport is not ready, so a missing ScaledObject is expected.
 func (o *observation) blocked() bool {

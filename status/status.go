@@ -88,6 +88,10 @@ type Input struct {
 	// one is built with no replicas and no ScaledObject (Queue says who
 	// the owner is).
 	Standby bool
+	// ScalingActive: KEDA scales the workload, as spec.scaling.enabled
+	// asks, for the cluster has KEDA and the actor owns its queue; the
+	// children were built the same way (children.Input.ScalingActive).
+	ScalingActive bool
 	// ScaledObject is the observed child; nil if none.
 	ScaledObject *kedav1alpha1.ScaledObject
 	// HPA is KEDA's keda-hpa-<name>; nil if none.

@@ -35,11 +35,11 @@ func (o *observation) steadyStatus() string {
 	switch {
 	case o.napping():
 		return Napping
-	case !stuck && o.scalingActive() && o.desired != nil && *o.desired > w.ReadyReplicas:
+	case !stuck && o.in.ScalingActive && o.desired != nil && *o.desired > w.ReadyReplicas:
 		return ScalingUp
 	// Compared with the pods of the current template, so that the
 	// surge pods of a rolling update do not look like a scale-down.
-	case !stuck && o.scalingActive() && o.desired != nil && *o.desired < w.UpdatedReplicas:
+	case !stuck && o.in.ScalingActive && o.desired != nil && *o.desired < w.UpdatedReplicas:
 		return ScalingDown
 	case !stuck && o.updating():
 		return Updating
@@ -51,7 +51,7 @@ func (o *observation) steadyStatus() string {
 
 // napping: KEDA has scaled the workload to zero and no pod is left.
 func (o *observation) napping() bool {
-	return o.scalingActive() && o.desired != nil && *o.desired == 0 && o.in.Workload.Replicas == 0
+	return o.in.ScalingActive && o.desired != nil && *o.desired == 0 && o.in.Workload.Replicas == 0
 }
 
 // updating is a rollout in progress, as `kubectl rollout status` sees one:

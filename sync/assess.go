@@ -31,6 +31,9 @@ type assessment struct {
 	// one neither touches the queue nor consumes from it.
 	owner   transport.Claimant
 	standby bool
+	// scalingActive: KEDA owns the replica count; the children and the
+	// status both follow this one verdict.
+	scalingActive bool
 	// build is what the children are built from.
 	build      children.Input
 	queue      status.QueueState
@@ -44,14 +47,17 @@ func (h *Handler) assess(req *hook.SyncRequest) *assessment {
 		a.problems = append(a.problems, req.SpecError.Error())
 	}
 	a.transport, a.queue, a.found = h.transportOf(a.actor.Spec.Transport)
+	if a.found {
+		a.problems = append(a.problems, validate(a.actor.Name, a.actor.Spec, a.transport)...)
+		owner, mine := transport.Owner(a.actor, req.Related.AsyncActors.List())
+		a.owner, a.standby = owner, !mine
+		if a.standby {
+			a.queue = queueConflict(a.actor, owner)
+		}
+	}
+	a.scalingActive = a.actor.Spec.Scaling.Enabled && !a.kedaMissing() && !a.standby
 	if !a.found {
 		return a
-	}
-	a.problems = append(a.problems, validate(a.actor.Name, a.actor.Spec, a.transport)...)
-	owner, mine := transport.Owner(a.actor, req.Related.AsyncActors.List())
-	a.owner, a.standby = owner, !mine
-	if a.standby {
-		a.queue = queueConflict(a.actor, owner)
 	}
 	a.build = h.childrenInput(a)
 	a.checkPodSecurity()
@@ -82,7 +88,7 @@ func (h *Handler) childrenInput(a *assessment) children.Input {
 		GatewayURL:             h.Config.GatewayURL,
 		RuntimeScript:          h.Script.Source,
 		RuntimeHash:            h.Script.Hash,
-		KEDAMissing:            a.req.Children.ScaledObjects == nil,
+		ScalingActive:          a.scalingActive,
 		Standby:                a.standby,
 	}
 }
@@ -92,6 +98,10 @@ func (a *assessment) claim() finalize.Claim {
 	return finalize.Claim{Actor: a.actor, Owner: a.owner, Mine: !a.standby,
 		KeyedByName: a.req.Related.AsyncActors.KeyedByName()}
 }
+
+// kedaMissing: Metacontroller sent no ScaledObject group, so the cluster
+// has no KEDA.
+func (a *assessment) kedaMissing() bool { return a.req.Children.ScaledObjects == nil }
 
 // queueConflict is the status of an actor whose queue another actor owns.
 func queueConflict(actor *v1alpha1.AsyncActor, owner transport.Claimant) status.QueueState {

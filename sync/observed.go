@@ -22,8 +22,9 @@ func (a *assessment) statusInput(now time.Time) status.Input {
 	return status.Input{
 		Actor:          a.actor,
 		Workload:       a.observedWorkload(),
-		KEDAMissing:    a.build.KEDAMissing,
+		KEDAMissing:    a.kedaMissing(),
 		Standby:        a.standby,
+		ScalingActive:  a.scalingActive,
 		ScaledObject:   a.scaledObject(),
 		HPA:            a.hpa(),
 		Pods:           a.pods(),
