@@ -1,6 +1,7 @@
 package children
 
 import (
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 )
@@ -13,13 +14,13 @@ type Object interface {
 
 // Build returns every desired child of the actor, in the order they are
 // best applied: identities and data before the workload that uses them,
-// the workload before what scales it.
-func Build(in Input) []Object {
+// the workload before what scales it. tmpl is PodTemplate(in).
+func Build(in Input, tmpl corev1.PodTemplateSpec) []Object {
 	var objs []Object
 	if sa := ServiceAccount(in); sa != nil {
 		objs = append(objs, sa)
 	}
-	objs = append(objs, RuntimeConfigMap(in), Workload(in))
+	objs = append(objs, RuntimeConfigMap(in), Workload(in, tmpl))
 	if !in.ScalingActive {
 		return objs
 	}

@@ -15,23 +15,25 @@ import (
 // subPath mount never sees ConfigMap updates.
 const AnnotationRuntimeHash = "asya.sh/runtime-hash"
 
-// Workload returns the actor's Deployment or StatefulSet.
-func Workload(in Input) Object {
+// Workload returns the actor's Deployment or StatefulSet around its pod
+// template, PodTemplate(in), which the caller builds once: it checks it
+// against Pod Security before building the rest.
+func Workload(in Input, tmpl corev1.PodTemplateSpec) Object {
 	if in.Actor.Spec.Workload.Kind == v1alpha1.KindStatefulSet {
-		return StatefulSet(in)
+		return StatefulSet(in, tmpl)
 	}
-	return Deployment(in)
+	return Deployment(in, tmpl)
 }
 
 // Deployment returns the actor's workload as a Deployment.
-func Deployment(in Input) *appsv1.Deployment {
+func Deployment(in Input, tmpl corev1.PodTemplateSpec) *appsv1.Deployment {
 	return &appsv1.Deployment{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "apps/v1", Kind: v1alpha1.KindDeployment},
 		ObjectMeta: in.objectMeta(in.Actor.Name),
 		Spec: appsv1.DeploymentSpec{
 			Replicas: in.replicas(),
 			Selector: &metav1.LabelSelector{MatchLabels: in.selectorLabels()},
-			Template: PodTemplate(in),
+			Template: tmpl,
 		},
 	}
 }
@@ -39,7 +41,7 @@ func Deployment(in Input) *appsv1.Deployment {
 // StatefulSet returns the actor's workload as a StatefulSet. serviceName
 // names a headless Service the actor does not need; older API servers
 // require the field.
-func StatefulSet(in Input) *appsv1.StatefulSet {
+func StatefulSet(in Input, tmpl corev1.PodTemplateSpec) *appsv1.StatefulSet {
 	return &appsv1.StatefulSet{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "apps/v1", Kind: v1alpha1.KindStatefulSet},
 		ObjectMeta: in.objectMeta(in.Actor.Name),
@@ -47,7 +49,7 @@ func StatefulSet(in Input) *appsv1.StatefulSet {
 			Replicas:    in.replicas(),
 			ServiceName: in.Actor.Name,
 			Selector:    &metav1.LabelSelector{MatchLabels: in.selectorLabels()},
-			Template:    PodTemplate(in),
+			Template:    tmpl,
 		},
 	}
 }

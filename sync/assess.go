@@ -7,6 +7,7 @@ import (
 	"time"
 
 	kedav1alpha1 "github.com/kedacore/keda/v2/apis/keda/v1alpha1"
+	corev1 "k8s.io/api/core/v1"
 
 	"github.com/asya-sh/asya-sync/api/hook"
 	"github.com/asya-sh/asya-sync/api/v1alpha1"
@@ -34,8 +35,10 @@ type assessment struct {
 	// scalingActive: KEDA owns the replica count; the children and the
 	// status both follow this one verdict.
 	scalingActive bool
-	// build is what the children are built from.
+	// build is what the children are built from, and template their pod
+	// template, built once for the Pod Security check and the workload.
 	build      children.Input
+	template   corev1.PodTemplateSpec
 	queue      status.QueueState
 	retryAfter time.Duration
 }
@@ -60,7 +63,10 @@ func (h *Handler) assess(req *hook.SyncRequest) *assessment {
 		return a
 	}
 	a.build = h.childrenInput(a)
-	a.checkPodSecurity()
+	if a.valid() {
+		a.template = children.PodTemplate(a.build)
+		a.checkPodSecurity()
+	}
 	return a
 }
 
@@ -132,7 +138,7 @@ func (a *assessment) children() ([]map[string]any, error) {
 	if a.req.Finalizing || !a.valid() {
 		return keepObserved(a.req)
 	}
-	objs := children.Build(a.build)
+	objs := children.Build(a.build, a.template)
 	out := make([]map[string]any, 0, len(objs))
 	for _, obj := range objs {
 		m, err := hook.Child(obj)

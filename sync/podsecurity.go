@@ -8,7 +8,6 @@ import (
 	psapolicy "k8s.io/pod-security-admission/policy"
 
 	"github.com/asya-sh/asya-sync/api/hook"
-	"github.com/asya-sh/asya-sync/children"
 )
 
 // podSecurity holds the API server's own Pod Security checks, so that what
@@ -42,16 +41,12 @@ func podSecurityProblems(ns *corev1.Namespace, tmpl corev1.PodTemplateSpec) []st
 }
 
 // checkPodSecurity adds the namespace's Pod Security verdict on the pods
-// the actor would get, once the spec is otherwise valid. Without the
-// Namespace (not asked for, or not visible) nothing is said.
+// the actor would get (a.template). Without the Namespace (not asked for,
+// or not visible) nothing is said.
 func (a *assessment) checkPodSecurity() {
-	if !a.valid() {
-		return
-	}
 	ns := hook.Get(a.req.Related.Namespaces, a.actor.Namespace)
 	if ns == nil {
 		return
 	}
-	tmpl := children.PodTemplate(a.build)
-	a.problems = append(a.problems, podSecurityProblems(ns.Typed(), tmpl)...)
+	a.problems = append(a.problems, podSecurityProblems(ns.Typed(), a.template)...)
 }
