@@ -106,8 +106,8 @@ func scalingActor(t *testing.T, name, transport string, pollSeconds, cooldown in
 	return a
 }
 
-// replicas is the workload's spec.replicas, as KEDA sets it.
-func replicas(t *testing.T, ctx context.Context, name string) int {
+// deployment is the actor's Deployment as stored, and where it is.
+func deployment(t *testing.T, ctx context.Context, name string) (obj, gvr) {
 	t.Helper()
 	dep, err := env.cluster.client.byKind(ctx, "apps/v1", "Deployment")
 	if err != nil {
@@ -117,6 +117,12 @@ func replicas(t *testing.T, ctx context.Context, name string) int {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return d, dep
+}
+
+// replicas is the workload's spec.replicas, as KEDA sets it.
+func replicas(t *testing.T, ctx context.Context, name string) int {
+	d, _ := deployment(t, ctx, name)
 	n, _ := field(d, "spec", "replicas").(float64)
 	return int(n)
 }
@@ -153,14 +159,7 @@ func want[T comparable](what string, got, want T) error {
 // reportRunning plays the Deployment controller: n replicas, all ready.
 func reportRunning(t *testing.T, ctx context.Context, name string, n int) {
 	t.Helper()
-	dep, err := env.cluster.client.byKind(ctx, "apps/v1", "Deployment")
-	if err != nil {
-		t.Fatal(err)
-	}
-	d, err := env.cluster.client.get(ctx, dep, scalingNS, name)
-	if err != nil {
-		t.Fatal(err)
-	}
+	d, dep := deployment(t, ctx, name)
 	if err := putStatus(ctx, dep.path(scalingNS, name), obj{"observedGeneration": field(d, "metadata", "generation"),
 		"replicas": n, "updatedReplicas": n, "readyReplicas": n, "availableReplicas": n}); err != nil {
 		t.Fatal(err)
