@@ -1,4 +1,4 @@
-// Package config loads and checks the service configuration (SPEC §4).
+// Package config loads and checks the service configuration (docs/design.md#service-configuration).
 package config
 
 import (
@@ -39,7 +39,7 @@ type Transport struct {
 	Kind    transport.Kind
 }
 
-// DefaultQueueCacheTTL is queueCacheTTL when the key is absent (SPEC §4).
+// DefaultQueueCacheTTL is queueCacheTTL when the key is absent (docs/design.md#service-configuration).
 const DefaultQueueCacheTTL = 5 * time.Minute
 
 // SidecarUID is the numeric id of the user the published sidecar image

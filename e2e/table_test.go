@@ -128,7 +128,7 @@ func TestKubectlGetAsya(t *testing.T) {
 	mapAt(a, "spec")["transport"] = "rabbitmq"
 	createActor(t, ctx, a)
 	runPods(t, ns, "shown", 2)
-	// SPEC §9: an actor whose children exist and are healthy settles after
+	// docs/design.md#scale: an actor whose children exist and are healthy settles after
 	// at most one status write.
 	writes := 0
 	for _, p := range converge(t, ctx, ns, "shown") {

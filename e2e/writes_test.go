@@ -14,7 +14,7 @@ import (
 // or related object and writes the status whenever the answer differs from
 // the stored one. Nothing in the test cluster runs pods, so the test plays
 // the Deployment controller and the kubelet, one report at a time, as they
-// report a new actor's pod coming up healthy. SPEC §9: Creating, Updating,
+// report a new actor's pod coming up healthy. docs/design.md#scale: Creating, Updating,
 // Running, and nothing more.
 func TestHealthyActorWritesStatusThreeTimes(t *testing.T) {
 	ctx := ctxFor(t, 2*time.Minute)

@@ -12,7 +12,7 @@ import (
 	"github.com/asya-sh/asya-sync/api/v1alpha1"
 )
 
-// podErrorOrder ranks the statuses a pod problem leads to, as SPEC §7
+// podErrorOrder ranks the statuses a pod problem leads to, as docs/design.md#status
 // orders them: the first that applies to any pod is the actor's.
 var podErrorOrder = []string{ImagePullError, RuntimeError, SidecarError, PendingResources, VolumeError, ConfigError, WorkloadError}
 

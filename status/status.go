@@ -3,7 +3,7 @@
 // transport's answer. It is a pure function of its input and the injected
 // clock, and its result is a fixpoint: feeding the status it returns back
 // into the actor and computing again with the same observations returns the
-// same status (SPEC §2), so Metacontroller writes it at most once.
+// same status (docs/design.md#hook-contract), so Metacontroller writes it at most once.
 package status
 
 import (
@@ -16,7 +16,7 @@ import (
 	"github.com/asya-sh/asya-sync/api/v1alpha1"
 )
 
-// Status values (SPEC §7), in the order in which they are chosen.
+// Status values (docs/design.md#status), in the order in which they are chosen.
 const (
 	Terminating      = "Terminating"
 	Creating         = "Creating"

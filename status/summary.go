@@ -2,7 +2,7 @@ package status
 
 import "time"
 
-// statusValue is the first status that applies, in the order of SPEC §7,
+// statusValue is the first status that applies, in the order of docs/design.md#status,
 // with one decision of ours: Creating comes after the errors but before
 // ScalingError. A transport error, an invalid spec or a missing Secret is
 // known before any workload exists, and an actor whose spec is invalid

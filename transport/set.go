@@ -22,7 +22,7 @@ type Options struct {
 
 // Set holds one Broker per enabled configured transport, each behind the
 // ensure cache. A disabled transport gets none: it has no queues to
-// manage, not even to delete (SPEC §6).
+// manage, not even to delete (docs/design.md#queues).
 type Set struct {
 	byName map[string]Broker
 }

@@ -2,7 +2,7 @@ package v1alpha1
 
 import corev1 "k8s.io/api/core/v1"
 
-// Defaults of SPEC §3, mirrored by the +kubebuilder:default markers so that
+// The defaults of docs/design.md#defaults, mirrored by the +kubebuilder:default markers so that
 // an actor reads the same whether or not the API server defaulted it.
 const (
 	// DefaultSidecarImage is used when neither the actor nor the service
@@ -64,7 +64,7 @@ func QueueName(actor string) string { return "asya-" + actor }
 // ScaledObject: KEDA's convention.
 func HPAName(actor string) string { return "keda-hpa-" + actor }
 
-// Container names of the actor's pods (SPEC §5): the user's container
+// Container names of the actor's pods (docs/design.md#children): the user's container
 // that runs the handler, and the sidecar asya-sync injects.
 const (
 	RuntimeContainer = "asya-runtime"

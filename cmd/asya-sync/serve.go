@@ -33,6 +33,18 @@ type serveFlags struct {
 
 func parseServeFlags(args []string) (serveFlags, error) {
 	var f serveFlags
+	if err := serveFlagSet(&f).Parse(args); err != nil {
+		return f, err
+	}
+	if f.configPath == "" {
+		return f, errors.New("serve needs --config or ASYA_SYNC_CONFIG")
+	}
+	return f, nil
+}
+
+// serveFlagSet defines the serve command's flags into f; the usage text
+// names each of them.
+func serveFlagSet(f *serveFlags) *flag.FlagSet {
 	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
 	fs.StringVar(&f.configPath, "config", os.Getenv("ASYA_SYNC_CONFIG"), "service configuration file")
 	fs.StringVar(&f.listen, "listen", ":8080", "address to listen on")
@@ -46,13 +58,7 @@ func parseServeFlags(args []string) (serveFlags, error) {
 	fs.StringVar(&f.files.keyFile, "tls-key-file", os.Getenv("ASYA_SYNC_TLS_KEY_FILE"), "private key of --tls-cert-file")
 	fs.StringVar(&f.files.clientCAFile, "client-ca-file", os.Getenv("ASYA_SYNC_CLIENT_CA_FILE"), "require hook calls to present a client certificate signed by this CA")
 	fs.StringVar(&f.files.tokenFile, "auth-token-file", os.Getenv("ASYA_SYNC_AUTH_TOKEN_FILE"), "require hook calls to present Authorization: Bearer <the file's content>")
-	if err := fs.Parse(args); err != nil {
-		return f, err
-	}
-	if f.configPath == "" {
-		return f, errors.New("serve needs --config or ASYA_SYNC_CONFIG")
-	}
-	return f, nil
+	return fs
 }
 
 func runServe(args []string) error {

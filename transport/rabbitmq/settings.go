@@ -13,7 +13,7 @@ import (
 // Type is the configuration's "type" of a RabbitMQ transport.
 const Type = "rabbitmq"
 
-// Defaults of SPEC §4.
+// Defaults of the service configuration (docs/design.md#service-configuration).
 const (
 	DefaultPort     = 5672
 	DefaultVHost    = "/"

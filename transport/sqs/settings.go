@@ -15,7 +15,7 @@ import (
 // Type is the configuration's "type" of an SQS transport.
 const Type = "sqs"
 
-// Defaults of SPEC §4, and SQS's limits.
+// Defaults of the service configuration (docs/design.md#service-configuration), and SQS's limits.
 const (
 	DefaultWaitTimeSeconds  = 20
 	DefaultDLQRetentionDays = 14
