@@ -54,9 +54,6 @@ type LabelSelector struct {
 // "namespace/name" (hook v2).
 type Objects map[string]map[string]*unstructured.Unstructured
 
-// GroupKey is the key Metacontroller uses for a kind of object.
-func GroupKey(kind, apiVersion string) string { return kind + "." + apiVersion }
-
 // All returns every object of every group, sorted by group, namespace and name.
 func (o Objects) All() []*unstructured.Unstructured {
 	keys := make([]string, 0, len(o))

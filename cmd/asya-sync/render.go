@@ -118,15 +118,8 @@ func readActors(path string) ([]*v1alpha1.AsyncActor, error) {
 // error, not ignored. The checked document then goes through the hooks'
 // own decode step.
 func decodeActor(doc []byte) (*v1alpha1.AsyncActor, error) {
-	var strict v1alpha1.AsyncActor
-	if err := yaml.UnmarshalStrict(doc, &strict); err != nil {
+	if err := yaml.UnmarshalStrict(doc, &v1alpha1.AsyncActor{}); err != nil {
 		return nil, err
-	}
-	if strict.Kind != v1alpha1.Kind || strict.APIVersion != v1alpha1.GroupVersion.String() {
-		return nil, fmt.Errorf("%s %q is not an %s", strict.APIVersion, strict.Kind, v1alpha1.Kind)
-	}
-	if strict.Name == "" {
-		return nil, errors.New("metadata.name is required")
 	}
 	raw, err := yaml.YAMLToJSON(doc)
 	if err != nil {

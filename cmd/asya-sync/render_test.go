@@ -64,7 +64,8 @@ func TestRenderRejects(t *testing.T) {
 		{"unknown transport", "apiVersion: asya.sh/v1alpha1\nkind: AsyncActor\nmetadata: {name: a}\nspec: {transport: kafka, workload: {template: {spec: {containers: [{name: asya-runtime, image: x}]}}}}\n",
 			`transport "kafka" is not configured`},
 		{"unknown field", "apiVersion: asya.sh/v1alpha1\nkind: AsyncActor\nmetadata: {name: a}\nspec: {transprt: rabbitmq}\n", `unknown field "transprt"`},
-		{"other kind", "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: a}\n", "is not an AsyncActor"},
+		{"other kind", "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: a}\n", `is v1 "ConfigMap", want asya.sh/v1alpha1 "AsyncActor"`},
+		{"no name", "apiVersion: asya.sh/v1alpha1\nkind: AsyncActor\nspec: {transport: rabbitmq}\n", "no metadata.name"},
 		{"empty", "", "no AsyncActor documents"},
 	}
 	for _, tt := range tests {
