@@ -1,6 +1,8 @@
 package children
 
 import (
+	"slices"
+
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/utils/ptr"
 )
@@ -38,41 +40,23 @@ func sharedMounts() []corev1.VolumeMount {
 
 // addVolumes appends ours, skipping any name the user already defined.
 func addVolumes(user, ours []corev1.Volume) []corev1.Volume {
-	out := append([]corev1.Volume(nil), user...)
-	for _, v := range ours {
-		if !hasVolume(user, v.Name) {
-			out = append(out, v)
-		}
-	}
-	return out
-}
-
-func hasVolume(vols []corev1.Volume, name string) bool {
-	for _, v := range vols {
-		if v.Name == name {
-			return true
-		}
-	}
-	return false
+	return addMissing(user, ours, func(v corev1.Volume) string { return v.Name })
 }
 
 // addMounts appends ours, skipping any path the user already mounts: the
 // API server rejects two mounts at one path.
 func addMounts(user, ours []corev1.VolumeMount) []corev1.VolumeMount {
-	out := append([]corev1.VolumeMount(nil), user...)
-	for _, m := range ours {
-		if !mountsPath(user, m.MountPath) {
-			out = append(out, m)
+	return addMissing(user, ours, func(m corev1.VolumeMount) string { return m.MountPath })
+}
+
+// addMissing appends to a copy of user each of ours whose key no entry of
+// user has: the user's entry wins.
+func addMissing[T any](user, ours []T, key func(T) string) []T {
+	out := append([]T(nil), user...)
+	for _, o := range ours {
+		if !slices.ContainsFunc(user, func(u T) bool { return key(u) == key(o) }) {
+			out = append(out, o)
 		}
 	}
 	return out
-}
-
-func mountsPath(mounts []corev1.VolumeMount, path string) bool {
-	for _, m := range mounts {
-		if m.MountPath == path {
-			return true
-		}
-	}
-	return false
 }

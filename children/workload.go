@@ -38,19 +38,17 @@ func Deployment(in Input, tmpl corev1.PodTemplateSpec) *appsv1.Deployment {
 	}
 }
 
-// StatefulSet returns the actor's workload as a StatefulSet. serviceName
-// names a headless Service the actor does not need; older API servers
-// require the field.
+// StatefulSet returns the actor's workload as a StatefulSet: the
+// Deployment's metadata, replicas, selector and template, and a
+// serviceName, which names a headless Service the actor does not need but
+// older API servers require.
 func StatefulSet(in Input, tmpl corev1.PodTemplateSpec) *appsv1.StatefulSet {
+	d := Deployment(in, tmpl)
 	return &appsv1.StatefulSet{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "apps/v1", Kind: v1alpha1.KindStatefulSet},
-		ObjectMeta: in.objectMeta(in.Actor.Name),
-		Spec: appsv1.StatefulSetSpec{
-			Replicas:    in.replicas(),
-			ServiceName: in.Actor.Name,
-			Selector:    &metav1.LabelSelector{MatchLabels: in.selectorLabels()},
-			Template:    tmpl,
-		},
+		ObjectMeta: d.ObjectMeta,
+		Spec: appsv1.StatefulSetSpec{Replicas: d.Spec.Replicas, ServiceName: in.Actor.Name,
+			Selector: d.Spec.Selector, Template: d.Spec.Template},
 	}
 }
 

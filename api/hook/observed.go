@@ -105,14 +105,18 @@ func (m ObjectMeta) objectMeta() metav1.ObjectMeta {
 		CreationTimestamp: m.CreationTimestamp, DeletionTimestamp: m.DeletionTimestamp}
 }
 
-// Deployment is what the status reads of the workload.
-type Deployment struct {
+// Workload is what the status reads of a Deployment or StatefulSet; S is
+// the kind's status type.
+type Workload[S any] struct {
 	Object
 	Spec struct {
 		Replicas *int32 `json:"replicas"`
 	} `json:"spec"`
-	Status appsv1.DeploymentStatus `json:"status"`
+	Status S `json:"status"`
 }
+
+// Deployment is the workload as a Deployment.
+type Deployment struct{ Workload[appsv1.DeploymentStatus] }
 
 // Typed returns the fields read as an appsv1.Deployment.
 func (d *Deployment) Typed() *appsv1.Deployment {
@@ -120,14 +124,8 @@ func (d *Deployment) Typed() *appsv1.Deployment {
 		Spec: appsv1.DeploymentSpec{Replicas: d.Spec.Replicas}, Status: d.Status}
 }
 
-// StatefulSet is what the status reads of the workload.
-type StatefulSet struct {
-	Object
-	Spec struct {
-		Replicas *int32 `json:"replicas"`
-	} `json:"spec"`
-	Status appsv1.StatefulSetStatus `json:"status"`
-}
+// StatefulSet is the workload as a StatefulSet.
+type StatefulSet struct{ Workload[appsv1.StatefulSetStatus] }
 
 // Typed returns the fields read as an appsv1.StatefulSet.
 func (s *StatefulSet) Typed() *appsv1.StatefulSet {
