@@ -59,11 +59,8 @@ func (h *Handler) assess(req *hook.SyncRequest) *assessment {
 		}
 	}
 	a.scalingActive = a.actor.Spec.Scaling.Enabled && !a.kedaMissing() && !a.standby
-	if !a.found {
-		return a
-	}
-	a.build = h.childrenInput(a)
 	if a.valid() {
+		a.build = h.childrenInput(a)
 		a.template = children.PodTemplate(a.build)
 		a.checkPodSecurity()
 	}
@@ -130,14 +127,20 @@ func (a *assessment) valid() bool {
 // gone, garbage collection removes them through their owner references,
 // which spares Metacontroller a delete per child); else the ones built
 // from the spec.
-//
-// Built children that Metacontroller's apply would change (two entries of
-// a list sharing their merge key) or that KEDA's webhook would refuse make
-// the spec invalid.
 func (a *assessment) children() ([]map[string]any, error) {
-	if a.req.Finalizing || !a.valid() {
-		return keepObserved(a.req)
+	if !a.req.Finalizing && a.valid() {
+		built, err := a.built()
+		if err != nil || a.valid() {
+			return built, err
+		}
 	}
+	return keepObserved(a.req)
+}
+
+// built builds the children of a valid spec. What Metacontroller's apply
+// would change (two entries of a list sharing their merge key) or KEDA's
+// webhook would refuse is added to the problems: the spec is then invalid.
+func (a *assessment) built() ([]map[string]any, error) {
 	objs := children.Build(a.build, a.template)
 	out := make([]map[string]any, 0, len(objs))
 	for _, obj := range objs {
@@ -150,9 +153,6 @@ func (a *assessment) children() ([]map[string]any, error) {
 			a.problems = append(a.problems, scalingModifierProblems(so)...)
 		}
 		out = append(out, m)
-	}
-	if !a.valid() {
-		return keepObserved(a.req)
 	}
 	return out, nil
 }

@@ -54,13 +54,22 @@ func (h *Handler) Answer(ctx context.Context, req *hook.SyncRequest) (*hook.Resp
 func (h *Handler) Render(actor *v1alpha1.AsyncActor) ([]map[string]any, error) {
 	kedaInstalled := hook.ObservedChildren{ScaledObjects: hook.Group[hook.ScaledObject]{}}
 	a := h.assess(&hook.SyncRequest{Actor: actor, Children: kedaInstalled})
-	switch {
-	case !a.found:
+	if !a.found {
 		return nil, fmt.Errorf("%s/%s: %s", actor.Namespace, actor.Name, a.queue.Message)
-	case len(a.problems) > 0:
+	}
+	var kids []map[string]any
+	var err error
+	if a.valid() {
+		kids, err = a.built() // which may find more problems
+
+	}
+	switch {
+	case err != nil:
+		return nil, err
+	case !a.valid():
 		return nil, fmt.Errorf("%s/%s: invalid spec: %s", actor.Namespace, actor.Name, strings.Join(a.problems, "; "))
 	}
-	return a.children()
+	return kids, nil
 }
 
 // ensureQueue makes the actor's queue exist and reads its counts. Failing

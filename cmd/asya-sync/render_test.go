@@ -63,6 +63,8 @@ func TestRenderRejects(t *testing.T) {
 			"exactly one container must be named asya-runtime"},
 		{"unknown transport", "apiVersion: asya.sh/v1alpha1\nkind: AsyncActor\nmetadata: {name: a}\nspec: {transport: kafka, workload: {template: {spec: {containers: [{name: asya-runtime, image: x}]}}}}\n",
 			`transport "kafka" is not configured`},
+		{"env entries Metacontroller's apply would merge", "apiVersion: asya.sh/v1alpha1\nkind: AsyncActor\nmetadata: {name: a}\nspec: {transport: rabbitmq, workload: {template: {spec: {containers: [{name: asya-runtime, image: x, env: [{name: A}, {name: A, value: b}]}]}}}}\n",
+			`share name "A"`},
 		{"unknown field", "apiVersion: asya.sh/v1alpha1\nkind: AsyncActor\nmetadata: {name: a}\nspec: {transprt: rabbitmq}\n", `unknown field "transprt"`},
 		{"other kind", "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: a}\n", `is v1 "ConfigMap", want asya.sh/v1alpha1 "AsyncActor"`},
 		{"no name", "apiVersion: asya.sh/v1alpha1\nkind: AsyncActor\nspec: {transport: rabbitmq}\n", "no metadata.name"},
