@@ -61,7 +61,6 @@ func (h *Handler) Render(actor *v1alpha1.AsyncActor) ([]map[string]any, error) {
 	var err error
 	if a.valid() {
 		kids, err = a.built() // which may find more problems
-
 	}
 	switch {
 	case err != nil:

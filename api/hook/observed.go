@@ -116,7 +116,9 @@ type Workload[S any] struct {
 }
 
 // Deployment is the workload as a Deployment.
-type Deployment struct{ Workload[appsv1.DeploymentStatus] }
+type Deployment struct {
+	Workload[appsv1.DeploymentStatus]
+}
 
 // Typed returns the fields read as an appsv1.Deployment.
 func (d *Deployment) Typed() *appsv1.Deployment {
@@ -125,7 +127,9 @@ func (d *Deployment) Typed() *appsv1.Deployment {
 }
 
 // StatefulSet is the workload as a StatefulSet.
-type StatefulSet struct{ Workload[appsv1.StatefulSetStatus] }
+type StatefulSet struct {
+	Workload[appsv1.StatefulSetStatus]
+}
 
 // Typed returns the fields read as an appsv1.StatefulSet.
 func (s *StatefulSet) Typed() *appsv1.StatefulSet {
