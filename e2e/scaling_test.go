@@ -18,12 +18,14 @@ import (
 
 const scalingNS = "e2e-keda"
 
-// queueFeeder puts messages on an actor's queue and takes them off again.
+// queueFeeder puts messages on an actor's queue and takes them off again,
+// and breaks the TriggerAuthentication spec of the transport's actors.
 type queueFeeder struct {
 	transport string
 	name      func(string) string // the actor's name for this run
 	publish   func(t *testing.T, ctx context.Context, queue string, n int)
 	drain     func(t *testing.T, ctx context.Context, queue string)
+	breakAuth func(spec obj)
 }
 
 var feeders = []queueFeeder{
@@ -47,6 +49,12 @@ var feeders = []queueFeeder{
 			defer ch.Close()
 			if _, err := ch.QueuePurge(queue, false); err != nil {
 				t.Fatalf("purge %s: %v", queue, err)
+			}
+		},
+		// The password from a key the Secret does not have.
+		breakAuth: func(spec obj) {
+			for _, ref := range spec["secretTargetRef"].([]any) {
+				ref.(obj)["key"] = "no-such-key"
 			}
 		},
 	},
@@ -80,6 +88,12 @@ var feeders = []queueFeeder{
 						t.Fatalf("delete from %s: %v", queue, err)
 					}
 				}
+			}
+		},
+		// The keys from variables the sidecar does not have.
+		breakAuth: func(spec obj) {
+			for _, e := range spec["env"].([]any) {
+				e.(obj)["name"] = "NOT_" + str(e.(obj), "name")
 			}
 		},
 	},
@@ -245,57 +259,58 @@ func checkHPA(t *testing.T, ctx context.Context, name string) {
 	}
 }
 
-// TestScalingStatusFollowsKEDA breaks an SQS actor's TriggerAuthentication
-// on purpose (its env entries name variables the sidecar does not have):
-// KEDA cannot read the queue, and the actor says so with KEDA's words.
-// Applied right again, KEDA recovers and the actor says ScalingReady.
+// TestScalingStatusFollowsKEDA breaks an actor's TriggerAuthentication on
+// purpose, for each transport: KEDA cannot read the queue, and the actor
+// says so with KEDA's words. Applied right again, KEDA recovers and the
+// actor says ScalingReady.
 func TestScalingStatusFollowsKEDA(t *testing.T) {
 	needKEDA(t)
-	ctx := ctxFor(t, 3*time.Minute)
-	ensureNamespace(t, ctx, scalingNS, true)
-	name := "verdict-" + env.runID
-	broken := *env.driver
-	broken.answered = func(hook string, _ obj, resp *hookResponse) {
-		for _, c := range resp.Children {
-			if str(c, "kind") != "TriggerAuthentication" {
-				continue
+	for _, f := range feeders {
+		t.Run(f.transport, func(t *testing.T) {
+			ctx := ctxFor(t, 3*time.Minute)
+			ensureNamespace(t, ctx, scalingNS, true)
+			name := f.name("verdict-" + f.transport)
+			broken := *env.driver
+			broken.answered = func(hook string, _ obj, resp *hookResponse) {
+				for _, c := range resp.Children {
+					if str(c, "kind") == "TriggerAuthentication" {
+						f.breakAuth(mapAt(c, "spec"))
+					}
+				}
 			}
-			for _, e := range field(c, "spec", "env").([]any) {
-				e.(obj)["name"] = "NOT_" + str(e.(obj), "name")
+			if _, err := env.cluster.client.create(ctx, scalingActor(t, name, f.transport, 2, 30), false); err != nil {
+				t.Fatal(err)
 			}
-		}
-	}
-	a := scalingActor(t, name, "sqs-static", 2, 30)
-	if _, err := env.cluster.client.create(ctx, a, false); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := broken.converge(ctx, scalingNS, name, 8); err != nil {
-		t.Fatal(err)
-	}
-	// KEDA cannot scale it, so the workload keeps its one replica, which
-	// the Deployment controller reports running.
-	reportRunning(t, ctx, name, 1)
-	var kedaSays string
-	syncingUntil(t, ctx, &broken, name, time.Minute, "KEDA refuses the broken TriggerAuthentication", func() error {
-		c := soCondition(t, ctx, scalingNS, name)
-		kedaSays = str(c, "message")
-		return conditionIs(c, "False")
-	})
-	syncingUntil(t, ctx, &broken, name, 30*time.Second, "ScalingError in the actor's status", func() error {
-		a := getActor(t, ctx, scalingNS, name)
-		if err := want("status", str(a, "status", "status"), "ScalingError"); err != nil {
-			return fmt.Errorf("%w, ScalingReady %s", err, mustJSON(conditions(a)["ScalingReady"]))
-		}
-		return nil
-	})
-	got := conditions(getActor(t, ctx, scalingNS, name))["ScalingReady"]
-	if str(got, "status") != "False" || !strings.Contains(str(got, "message"), firstSentence(kedaSays)) {
-		t.Errorf("ScalingReady %v, want False with KEDA's message %q", got, kedaSays)
-	}
+			if _, err := broken.converge(ctx, scalingNS, name, 8); err != nil {
+				t.Fatal(err)
+			}
+			// KEDA cannot scale it, so the workload keeps its one replica,
+			// which the Deployment controller reports running.
+			reportRunning(t, ctx, name, 1)
+			var kedaSays string
+			syncingUntil(t, ctx, &broken, name, time.Minute, "KEDA refuses the broken TriggerAuthentication", func() error {
+				c := soCondition(t, ctx, scalingNS, name)
+				kedaSays = str(c, "message")
+				return conditionIs(c, "False")
+			})
+			syncingUntil(t, ctx, &broken, name, 30*time.Second, "ScalingError in the actor's status", func() error {
+				a := getActor(t, ctx, scalingNS, name)
+				if err := want("status", str(a, "status", "status"), "ScalingError"); err != nil {
+					return fmt.Errorf("%w, ScalingReady %s", err, mustJSON(conditions(a)["ScalingReady"]))
+				}
+				return nil
+			})
+			got := conditions(getActor(t, ctx, scalingNS, name))["ScalingReady"]
+			if str(got, "status") != "False" || !strings.Contains(str(got, "message"), firstSentence(kedaSays)) {
+				t.Errorf("ScalingReady %v, want False with KEDA's message %q", got, kedaSays)
+			}
+			t.Logf("%s, broken: %s", f.transport, str(got, "message"))
 
-	syncingUntil(t, ctx, env.driver, name, time.Minute, "ScalingReady=True once the TriggerAuthentication is right", func() error {
-		return conditionIs(conditions(getActor(t, ctx, scalingNS, name))["ScalingReady"], "True")
-	})
+			syncingUntil(t, ctx, env.driver, name, time.Minute, "ScalingReady=True once the TriggerAuthentication is right", func() error {
+				return conditionIs(conditions(getActor(t, ctx, scalingNS, name))["ScalingReady"], "True")
+			})
+		})
+	}
 }
 
 // firstSentence is the start of KEDA's message that the actor's status
