@@ -49,14 +49,36 @@ func (in Input) sidecarImage() string {
 	return v1alpha1.DefaultSidecarImage
 }
 
+// gatewayEnv is the sidecar's ASYA_GATEWAY_URL: the service's gatewayURL,
+// else the runtime container's own ASYA_GATEWAY_URL (as the Asya operator
+// does, and its multi-hop actors rely on), else none.
+func (in Input) gatewayEnv() (corev1.EnvVar, bool) {
+	if in.GatewayURL != "" {
+		return value(gatewayURLEnv, in.GatewayURL), true
+	}
+	for _, c := range in.Actor.Spec.Workload.Template.Spec.Containers {
+		if c.Name != v1alpha1.RuntimeContainer {
+			continue
+		}
+		for _, e := range c.Env {
+			if e.Name == gatewayURLEnv {
+				return e, true
+			}
+		}
+	}
+	return corev1.EnvVar{}, false
+}
+
+const gatewayURLEnv = "ASYA_GATEWAY_URL"
+
 // sidecarEnv is the environment the Asya sidecar reads, before the user's.
 func (in Input) sidecarEnv() []corev1.EnvVar {
 	env := []corev1.EnvVar{
 		value("ASYA_LOG_LEVEL", "info"),
 		value("ASYA_ACTOR_NAME", in.Actor.Name),
 	}
-	if in.GatewayURL != "" {
-		env = append(env, value("ASYA_GATEWAY_URL", in.GatewayURL))
+	if gw, ok := in.gatewayEnv(); ok {
+		env = append(env, gw)
 	}
 	env = append(env,
 		value("ASYA_ACTOR_HAPPY_END", HappyEnd),

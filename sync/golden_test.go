@@ -20,7 +20,7 @@ import (
 // Golden cases live in testdata/sync/<case>/: description.txt (one line),
 // request.json, response.json, calls.json (the queue operations the sync
 // made), and optionally world.json describing what the broker answers and
-// the time.
+// the time, and config.yaml, a service configuration of the case's own.
 const casesDir = "../testdata/sync"
 
 // testScript stands in for the runtime script so that golden files do not
@@ -122,7 +122,7 @@ func caseDirs(t *testing.T) []string {
 
 func loadCase(t testing.TB, dir string) (*hook.SyncRequest, *Handler) {
 	t.Helper()
-	cfg, err := config.Load(filepath.Join(casesDir, "config.yaml"))
+	cfg, err := config.Load(caseConfig(dir))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -142,6 +142,15 @@ func loadCase(t testing.TB, dir string) (*hook.SyncRequest, *Handler) {
 	h := &Handler{Config: cfg, Script: testScript, Now: func() time.Time { return now },
 		Transports: scripted.New(w.Transport)}
 	return req, h
+}
+
+// caseConfig is the case's own config.yaml if it has one, else the one
+// all cases share.
+func caseConfig(dir string) string {
+	if _, err := os.Stat(filepath.Join(dir, "config.yaml")); err == nil {
+		return filepath.Join(dir, "config.yaml")
+	}
+	return filepath.Join(casesDir, "config.yaml")
 }
 
 func readWorld(t testing.TB, dir string) world {
