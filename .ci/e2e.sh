@@ -296,7 +296,7 @@ run_e2e() {
 # shape of actor created, updated, scaled, made invalid and finalized.
 CORE_TESTS='TestActorsChildrenAccepted|TestInvalidSpecInStatus|TestScalingToggle|TestFinalizeRemovesQueue'
 CORE_TESTS+='|TestOneQueueOneOwner|TestHealthyActorWritesStatusThreeTimes|TestMigrateFromOperator'
-CORE_TESTS+='|TestKEDAScalesFromZero|TestScalingStatusFollowsKEDA|TestKEDAWebhooksAdmitChildren'
+CORE_TESTS+='|TestKEDAScalesFromZero|TestScalingStatusFollowsKEDA|TestKEDAWebhooksAdmitChildren|TestKubectlWaitForReady'
 
 
 main() {

@@ -121,13 +121,13 @@ func scalingActor(t *testing.T, name, transport string, pollSeconds, cooldown in
 }
 
 // deployment is the actor's Deployment as stored, and where it is.
-func deployment(t *testing.T, ctx context.Context, name string) (obj, gvr) {
+func deployment(t *testing.T, ctx context.Context, ns, name string) (obj, gvr) {
 	t.Helper()
 	dep, err := env.cluster.client.byKind(ctx, "apps/v1", "Deployment")
 	if err != nil {
 		t.Fatal(err)
 	}
-	d, err := env.cluster.client.get(ctx, dep, scalingNS, name)
+	d, err := env.cluster.client.get(ctx, dep, ns, name)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -136,7 +136,7 @@ func deployment(t *testing.T, ctx context.Context, name string) (obj, gvr) {
 
 // replicas is the workload's spec.replicas, as KEDA sets it.
 func replicas(t *testing.T, ctx context.Context, name string) int {
-	d, _ := deployment(t, ctx, name)
+	d, _ := deployment(t, ctx, scalingNS, name)
 	n, _ := field(d, "spec", "replicas").(float64)
 	return int(n)
 }
@@ -171,10 +171,10 @@ func want[T comparable](what string, got, want T) error {
 }
 
 // reportRunning plays the Deployment controller: n replicas, all ready.
-func reportRunning(t *testing.T, ctx context.Context, name string, n int) {
+func reportRunning(t *testing.T, ctx context.Context, ns, name string, n int) {
 	t.Helper()
-	d, dep := deployment(t, ctx, name)
-	if err := putStatus(ctx, dep.path(scalingNS, name), obj{"observedGeneration": field(d, "metadata", "generation"),
+	d, dep := deployment(t, ctx, ns, name)
+	if err := putStatus(ctx, dep.path(ns, name), obj{"observedGeneration": field(d, "metadata", "generation"),
 		"replicas": n, "updatedReplicas": n, "readyReplicas": n, "availableReplicas": n}); err != nil {
 		t.Fatal(err)
 	}
@@ -286,7 +286,7 @@ func TestScalingStatusFollowsKEDA(t *testing.T) {
 			}
 			// KEDA cannot scale it, so the workload keeps its one replica,
 			// which the Deployment controller reports running.
-			reportRunning(t, ctx, name, 1)
+			reportRunning(t, ctx, scalingNS, name, 1)
 			var kedaSays string
 			syncingUntil(t, ctx, &broken, name, time.Minute, "KEDA refuses the broken TriggerAuthentication", func() error {
 				c := soCondition(t, ctx, scalingNS, name)

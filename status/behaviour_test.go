@@ -304,9 +304,9 @@ func TestScalingReadyOnlyWithScaling(t *testing.T) {
 func TestConditionTransitions(t *testing.T) {
 	in := onePod("image-pull-backoff")(t)
 	in.Actor.Generation = 4
-	in.Actor.Status.Conditions = []metav1.Condition{{Type: "Ready", Status: cTrue, Reason: "Old", LastTransitionTime: mtime("02:00:00")}}
+	in.Actor.Status.Conditions = []metav1.Condition{{Type: "Available", Status: cTrue, Reason: "Old", LastTransitionTime: mtime("02:00:00")}}
 	st := Compute(in).Status
-	if len(st.Conditions) != 2 {
+	if len(st.Conditions) != 3 {
 		t.Errorf("conditions: %+v", st.Conditions)
 	}
 	for _, c := range st.Conditions {

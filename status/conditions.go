@@ -26,7 +26,7 @@ func ownConditions(prev []metav1.Condition) []metav1.Condition {
 	own := []metav1.Condition{}
 	for _, c := range prev {
 		switch c.Type {
-		case ConditionTransportReady, ConditionWorkloadReady, ConditionScalingReady:
+		case ConditionTransportReady, ConditionWorkloadReady, ConditionScalingReady, ConditionReady:
 			own = append(own, *c.DeepCopy())
 		}
 	}
@@ -41,6 +41,19 @@ func (o *observation) setConditions(st *v1alpha1.AsyncActorStatus) {
 	} else {
 		meta.RemoveStatusCondition(&st.Conditions, ConditionScalingReady)
 	}
+	o.set(&st.Conditions, ConditionReady, readyCondition(st.Conditions))
+}
+
+// readyCondition aggregates the others, as the kstatus conventions want:
+// True when each is True, else False with the reason and message of the
+// first that is not, in status order (transport, workload, scaling).
+func readyCondition(conds []metav1.Condition) condition {
+	for _, t := range []string{ConditionTransportReady, ConditionWorkloadReady, ConditionScalingReady} {
+		if c := meta.FindStatusCondition(conds, t); c != nil && c.Status != metav1.ConditionTrue {
+			return condition{metav1.ConditionFalse, c.Reason, c.Message}
+		}
+	}
+	return condition{metav1.ConditionTrue, "Ready", "the actor's queue, workload and scaling are as its spec asks"}
 }
 
 // set updates or adds a condition. The transition time is given so that

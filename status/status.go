@@ -42,6 +42,9 @@ const (
 	ConditionTransportReady = "TransportReady"
 	ConditionWorkloadReady  = "WorkloadReady"
 	ConditionScalingReady   = "ScalingReady"
+	// ConditionReady is the aggregate that kstatus readers (kubectl wait,
+	// Flux, Argo CD) look for.
+	ConditionReady = "Ready"
 )
 
 // Values of the transportStatus, scalingMode and lastScaleDirection fields.
@@ -154,7 +157,7 @@ type Result struct {
 // Compute derives the actor's status from the observations in in.
 func Compute(in Input) Result {
 	o := observe(in)
-	st := v1alpha1.AsyncActorStatus{Conditions: ownConditions(o.actor.Status.Conditions)}
+	st := v1alpha1.AsyncActorStatus{ObservedGeneration: o.actor.Generation, Conditions: ownConditions(o.actor.Status.Conditions)}
 	o.setConditions(&st)
 	o.setReplicaFields(&st)
 	st.Status = o.statusValue()

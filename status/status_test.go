@@ -629,8 +629,8 @@ func TestCompute(t *testing.T) {
 			for _, w := range tc.conds {
 				checkCond(t, st.Conditions, w)
 			}
-			if tc.noScaling && len(st.Conditions) != 2 {
-				t.Errorf("conditions = %+v, want TransportReady and WorkloadReady only", st.Conditions)
+			if tc.noScaling && len(st.Conditions) != 3 {
+				t.Errorf("conditions = %+v, want TransportReady, WorkloadReady and Ready only", st.Conditions)
 			}
 			if tc.counts != "" && counts(st) != tc.counts {
 				t.Errorf("counts:\n got %s\nwant %s", counts(st), tc.counts)

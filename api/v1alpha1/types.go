@@ -273,12 +273,12 @@ type PodTemplateMetadata struct {
 // AsyncActorStatus is the observed state, computed by the sync hook.
 type AsyncActorStatus struct {
 	// ObservedGeneration is the metadata.generation this status was
-	// computed from; written by Metacontroller.
+	// computed from.
 	// +optional
 	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
-	// Conditions TransportReady, WorkloadReady and (with scaling)
-	// ScalingReady; a false one's reason and message say exactly what is
-	// wrong.
+	// Conditions TransportReady, WorkloadReady, (with scaling)
+	// ScalingReady, and Ready, True when all of them are; a false one's
+	// reason and message say exactly what is wrong.
 	// +optional
 	// +listType=map
 	// +listMapKey=type
