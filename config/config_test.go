@@ -68,6 +68,7 @@ func TestParseErrorsNameTheKey(t *testing.T) {
 		{"sqs half credentials", "transports: {s: {type: sqs, config: {region: r, accountId: '1', credentials: {accessKeyIdSecretRef: {name: a, key: b}}}}}", "transports.s.config.credentials: set both"},
 		{"retention on rabbitmq", "transports: {r: {type: rabbitmq, config: {host: h, queues: {dlq: {retentionDays: 3}}}}}", "transports.r.config.queues.dlq.retentionDays"},
 		{"sqs retention too long", "transports: {s: {type: sqs, config: {region: r, accountId: '1', queues: {dlq: {retentionDays: 20}}}}}", "transports.s.config.queues.dlq.retentionDays: 20"},
+		{"create queues left alone", "transports: {r: {type: rabbitmq, config: {host: h, queues: {manage: false, autoCreate: true}}}}", "transports.r.config.queues.autoCreate: true contradicts queues.manage: false"},
 		{"negative ttl", "queueCacheTTL: -1m", "queueCacheTTL: must not be negative"},
 		{"bad ttl", "queueCacheTTL: soon", "soon"},
 	}

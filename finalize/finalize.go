@@ -35,6 +35,9 @@ type Claim struct {
 	// version v1), which may hide an actor of the same name in another
 	// namespace.
 	KeyedByName bool
+	// Unmanaged: the transport leaves its queues alone (queues.manage:
+	// false).
+	Unmanaged bool
 }
 
 // Release is the queue step of an actor being deleted, on the broker of
@@ -63,13 +66,16 @@ func Release(ctx context.Context, c Claim, brokers transport.Lookup) status.Queu
 	return released
 }
 
-// Kept says why the queue stays, if it does: the actor asks to retain it,
-// another actor of the same name on the same transport owns it or will as
+// Kept says why the queue stays, if it does: the transport does not
+// manage its queues, the actor asks to retain it, another actor of the same name on the same transport owns it or will as
 // soon as this one is gone and gets it with its messages, or the request
 // cannot tell whether such an actor exists.
 func Kept(c Claim) (status.QueueState, bool) {
 	queue := v1alpha1.QueueName(c.Actor.Name)
 	switch {
+	case c.Unmanaged:
+		return status.QueueState{Ready: true, Reason: "QueueKept", Message: fmt.Sprintf(
+			"queue %s is left as it is: transport %q does not manage its queues (queues.manage: false)", queue, c.Actor.Spec.Transport)}, true
 	case c.Actor.Annotations[AnnotationQueueDeletionPolicy] == PolicyRetain:
 		return released, true
 	case c.KeyedByName:

@@ -26,6 +26,7 @@ func TestKept(t *testing.T) {
 		{"owner asks to retain", Claim{Actor: actor(retain), Mine: true}, true, ""},
 		{"another actor owns it", Claim{Actor: actor(nil), Owner: other}, true, "QueueKept"},
 		{"keyed by name: cannot tell", Claim{Actor: actor(nil), Mine: true, KeyedByName: true}, true, "QueueKept"},
+		{"the transport leaves queues alone", Claim{Actor: actor(nil), Mine: true, Unmanaged: true}, true, "QueueKept"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

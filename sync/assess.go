@@ -99,7 +99,7 @@ func (h *Handler) childrenInput(a *assessment) children.Input {
 // claim is what finalize decides the queue's fate from.
 func (a *assessment) claim() finalize.Claim {
 	return finalize.Claim{Actor: a.actor, Owner: a.owner, Mine: !a.standby,
-		KeyedByName: a.req.Related.AsyncActors.KeyedByName()}
+		KeyedByName: a.req.Related.AsyncActors.KeyedByName(), Unmanaged: !a.transport.Kind.ManageQueues()}
 }
 
 // kedaMissing: Metacontroller sent no ScaledObject group, so the cluster

@@ -38,6 +38,8 @@ func newHandler(t *testing.T) *hooksync.Handler {
 transports:
   mq: {type: rabbitmq, config: {host: 127.0.0.1, port: 5672}}
   sqs: {type: sqs, config: {region: us-east-1, accountId: "000000000000", endpoint: "`+sqsEndpoint+`"}}
+  mq-unmanaged: {type: rabbitmq, config: {host: 127.0.0.1, port: 5672, queues: {manage: false}}}
+  sqs-unmanaged: {type: sqs, config: {region: us-east-1, accountId: "000000000000", endpoint: "`+sqsEndpoint+`", queues: {manage: false}}}
 `)
 }
 

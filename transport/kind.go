@@ -31,6 +31,9 @@ type Kind interface {
 	// TriggerAuth is what KEDA needs to authenticate against the broker,
 	// or nil when the trigger metadata suffices.
 	TriggerAuth() *kedav1alpha1.TriggerAuthenticationSpec
+	// ManageQueues reports whether asya-sync creates and deletes the
+	// transport's queues (queues.manage); the embedded Queues provides it.
+	ManageQueues() bool
 	// Open returns the broker client of the transport called name. It
 	// connects lazily.
 	Open(name string, opts Options) (Broker, error)
@@ -69,8 +72,13 @@ func (r *SecretKeyRef) Check(key string) error {
 	return nil
 }
 
-// Queues says how a transport's queues are managed.
+// Queues says how a transport's queues are managed: the "queues:" keys of
+// every kind, whose Settings embed it.
 type Queues struct {
+	// Manage false leaves the queues entirely alone (provisioned
+	// elsewhere): asya-sync never creates, deletes or purges them, and
+	// only checks that the actor's queue exists.
+	Manage     *bool `json:"manage,omitempty"`
 	AutoCreate *bool `json:"autoCreate,omitempty"`
 	DLQ        DLQ   `json:"dlq"`
 }
@@ -86,12 +94,33 @@ type DLQ struct {
 // DefaultMaxRetryCount is how often a message is tried before the DLQ.
 const DefaultMaxRetryCount = 3
 
+// ManageQueues reports whether asya-sync creates and deletes the queues.
+func (q Queues) ManageQueues() bool { return q.Manage == nil || *q.Manage }
+
 // AutoCreateQueues reports whether missing queues are created.
-func (q Queues) AutoCreateQueues() bool { return q.AutoCreate == nil || *q.AutoCreate }
+func (q Queues) AutoCreateQueues() bool {
+	return q.ManageQueues() && (q.AutoCreate == nil || *q.AutoCreate)
+}
+
+// NotCreatedBecause names the key that keeps missing queues from being
+// created, for messages: "queues.manage is off" or "queues.autoCreate is
+// off" ("" when they are created).
+func (q Queues) NotCreatedBecause() string {
+	switch {
+	case !q.ManageQueues():
+		return "queues.manage is off"
+	case !q.AutoCreateQueues():
+		return "queues.autoCreate is off"
+	}
+	return ""
+}
 
 // Check defaults and checks what every kind shares; errors start with
 // "queues.".
 func (q *Queues) Check() error {
+	if !q.ManageQueues() && q.AutoCreate != nil && *q.AutoCreate {
+		return fmt.Errorf("queues.autoCreate: true contradicts queues.manage: false, which leaves queues alone")
+	}
 	if q.DLQ.MaxRetryCount == 0 {
 		q.DLQ.MaxRetryCount = DefaultMaxRetryCount
 	}

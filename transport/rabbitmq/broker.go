@@ -55,14 +55,15 @@ func (r *Broker) ConnectionName() string { return "asya-sync/" + r.name }
 func dlqName(actor string) string { return transport.Queue{Actor: actor}.DLQName() }
 
 // Ensure declares the exchange, the dead-letter queue, the queue and its
-// binding; with autoCreate off it only checks that the queue exists.
+// binding; with autoCreate or manage off it only checks that the queue
+// exists.
 func (r *Broker) Ensure(ctx context.Context, q transport.Queue) error {
 	if !r.cfg.Queues.AutoCreateQueues() {
 		_, err := r.readyMessages(ctx, q.Name())
 		var te *transport.Error
 		if errors.As(err, &te) && te.Reason == transport.ReasonQueueNotFound {
-			te.Message = fmt.Sprintf("queue %s does not exist on %s and queues.autoCreate is off: create it (durable%s)",
-				q.Name(), r.address(), describeArgs(r.queueArgs(q.Actor)))
+			te.Message = fmt.Sprintf("queue %s does not exist on %s and %s: create it (durable%s)",
+				q.Name(), r.address(), r.cfg.Queues.NotCreatedBecause(), describeArgs(r.queueArgs(q.Actor)))
 		}
 		return err
 	}

@@ -29,10 +29,10 @@ type Settings struct {
 	// PasswordSecretRef is read by sidecars and KEDA in the actor's namespace.
 	PasswordSecretRef *transport.SecretKeyRef `json:"passwordSecretRef,omitempty"`
 	// PasswordFile holds the service's own password; without it, "guest".
-	PasswordFile  string           `json:"passwordFile,omitempty"`
-	ManagementURL string           `json:"managementURL,omitempty"`
-	Exchange      string           `json:"exchange,omitempty"`
-	Queues        transport.Queues `json:"queues"`
+	PasswordFile     string `json:"passwordFile,omitempty"`
+	ManagementURL    string `json:"managementURL,omitempty"`
+	Exchange         string `json:"exchange,omitempty"`
+	transport.Queues `json:"queues"`
 }
 
 var _ transport.Kind = (*Settings)(nil)

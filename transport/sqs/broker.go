@@ -67,14 +67,14 @@ func New(ctx context.Context, name string, cfg Settings, httpClient *http.Client
 }
 
 // Ensure creates the queue (after its DLQ, when on), or updates the
-// attributes and tags of one that exists. With autoCreate off it only
-// checks that the queue exists.
+// attributes and tags of one that exists. With autoCreate or manage off it
+// only checks that the queue exists.
 func (s *Broker) Ensure(ctx context.Context, q transport.Queue) error {
 	if !s.cfg.Queues.AutoCreateQueues() {
 		_, err := s.queueURL(ctx, q.Name())
 		var te *transport.Error
 		if errors.As(err, &te) && te.Reason == transport.ReasonQueueNotFound {
-			te.Message = fmt.Sprintf("queue %s does not exist on %s and queues.autoCreate is off: create it", q.Name(), s.where())
+			te.Message = fmt.Sprintf("queue %s does not exist on %s and %s: create it", q.Name(), s.where(), s.cfg.Queues.NotCreatedBecause())
 		}
 		return err
 	}

@@ -35,7 +35,7 @@ type Settings struct {
 	WaitTimeSeconds   *int32            `json:"waitTimeSeconds,omitempty"`
 	Credentials       *Credentials      `json:"credentials,omitempty"`
 	Tags              map[string]string `json:"tags,omitempty"`
-	Queues            transport.Queues  `json:"queues"`
+	transport.Queues  `json:"queues"`
 }
 
 // Credentials name the Secrets that hold static AWS credentials for
