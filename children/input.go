@@ -31,6 +31,9 @@ type Input struct {
 	// replicas to KEDA's HPA and a ScaledObject is built. Otherwise the
 	// workload keeps spec.workload.replicas.
 	ScalingActive bool
+	// ClaimTemplates are the StatefulSet's volume claim templates, decoded
+	// from spec.workload.volumeClaimTemplates.
+	ClaimTemplates []corev1.PersistentVolumeClaim
 	// Standby is set when another actor of the same name owns the queue:
 	// the workload runs no replicas and KEDA is not asked to scale it, so
 	// the actor consumes nothing, yet everything else is built and the

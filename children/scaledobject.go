@@ -33,7 +33,7 @@ func ScaledObject(in Input) *kedav1alpha1.ScaledObject {
 			PollingInterval: ptr.To(s.PollingInterval),
 			CooldownPeriod:  ptr.To(ptr.Deref(s.CooldownPeriod, v1alpha1.DefaultCooldownPeriod)),
 			Advanced:        advanced(s.Advanced),
-			Triggers:        []kedav1alpha1.ScaleTriggers{in.trigger()},
+			Triggers:        in.triggers(),
 		},
 	}
 }
@@ -89,6 +89,22 @@ func hpaBehavior() *autoscalingv2.HorizontalPodAutoscalerBehavior {
 			},
 		},
 	}
+}
+
+// triggers are the queue's trigger, then the spec's extra ones as written.
+func (in Input) triggers() []kedav1alpha1.ScaleTriggers {
+	out := []kedav1alpha1.ScaleTriggers{in.trigger()}
+	if adv := in.Actor.Spec.Scaling.Advanced; adv != nil {
+		for _, t := range adv.Triggers {
+			st := kedav1alpha1.ScaleTriggers{Type: t.Type, Name: t.Name, Metadata: t.Metadata,
+				MetricType: autoscalingv2.MetricTargetType(t.MetricType), UseCachedMetrics: t.UseCachedMetrics}
+			if ref := t.AuthenticationRef; ref != nil {
+				st.AuthenticationRef = &kedav1alpha1.AuthenticationRef{Name: ref.Name, Kind: ref.Kind}
+			}
+			out = append(out, st)
+		}
+	}
+	return out
 }
 
 // trigger is the queue-length trigger of the actor's transport kind.

@@ -48,7 +48,7 @@ func StatefulSet(in Input, tmpl corev1.PodTemplateSpec) *appsv1.StatefulSet {
 		TypeMeta:   metav1.TypeMeta{APIVersion: "apps/v1", Kind: v1alpha1.KindStatefulSet},
 		ObjectMeta: d.ObjectMeta,
 		Spec: appsv1.StatefulSetSpec{Replicas: d.Spec.Replicas, ServiceName: in.Actor.Name,
-			Selector: d.Spec.Selector, Template: d.Spec.Template},
+			Selector: d.Spec.Selector, Template: d.Spec.Template, VolumeClaimTemplates: in.ClaimTemplates},
 	}
 }
 

@@ -83,7 +83,9 @@ func (h *Handler) transportOf(name string) (config.Transport, status.QueueState,
 }
 
 func (h *Handler) childrenInput(a *assessment) children.Input {
+	claims, _ := a.actor.Spec.Workload.ClaimTemplates() // validated
 	return children.Input{
+		ClaimTemplates:         claims,
 		Actor:                  a.actor,
 		Transport:              a.transport.Kind,
 		SidecarImage:           h.Config.SidecarImage,
@@ -150,7 +152,7 @@ func (a *assessment) built() ([]map[string]any, error) {
 		}
 		a.problems = append(a.problems, mergeProblems(obj, m)...)
 		if so, ok := obj.(*kedav1alpha1.ScaledObject); ok {
-			a.problems = append(a.problems, scalingModifierProblems(so)...)
+			a.problems = append(a.problems, kedaProblems(so)...)
 		}
 		out = append(out, m)
 	}

@@ -7,18 +7,22 @@ import (
 	kedav1alpha1 "github.com/kedacore/keda/v2/apis/keda/v1alpha1"
 )
 
-// scalingModifierProblems runs KEDA's own admission check of the
-// scalingModifiers on the ScaledObject the actor would get (a formula
-// names triggers, and the actor's only trigger is children.TriggerName),
-// so that what KEDA's webhook would refuse is reported in status, in
-// KEDA's words, instead of failing Metacontroller's apply.
-func scalingModifierProblems(so *kedav1alpha1.ScaledObject) []string {
+// kedaProblems runs KEDA's own admission checks of the triggers and the
+// scalingModifiers on the ScaledObject the actor would get (unique trigger
+// names, the queue's being children.TriggerName; a formula naming
+// triggers), so that what KEDA's webhook would refuse is reported in
+// status, in KEDA's words, instead of failing Metacontroller's apply.
+func kedaProblems(so *kedav1alpha1.ScaledObject) []string {
+	const refused = "spec.scaling.advanced: KEDA would refuse the ScaledObject: "
+	if err := kedav1alpha1.ValidateTriggers(so.Spec.Triggers); err != nil {
+		return []string{refused + firstLines(err.Error())}
+	}
 	if so.Spec.Advanced == nil || so.Spec.Advanced.ScalingModifiers.Formula == "" {
 		return nil
 	}
 	// The check rewrites the formula it compiles.
 	if _, err := kedav1alpha1.ValidateAndCompileScalingModifiers(so.DeepCopy()); err != nil {
-		return []string{"spec.scaling.advanced: KEDA would refuse the ScaledObject: " + firstLines(err.Error())}
+		return []string{refused + firstLines(err.Error())}
 	}
 	return nil
 }

@@ -9,22 +9,26 @@ import (
 	"github.com/asya-sh/asya-sync/children"
 )
 
-func TestScalingModifierProblems(t *testing.T) {
+func TestKEDAProblems(t *testing.T) {
 	for _, tc := range []struct {
 		formula, target string
-		want            string // a part of the only problem; "" for none
+		extra           []kedav1alpha1.ScaleTriggers // beside the queue's
+		want            string                       // a part of the only problem; "" for none
 	}{
-		{"", "", ""},
-		{children.TriggerName + " / 2", "4", ""},
-		{"q / 2", "4", "error validating formula in ScalingModifiers: unknown name q"},
-		{children.TriggerName + " +", "4", "error validating formula in ScalingModifiers: unexpected token"},
-		{children.TriggerName, "lots", "error validating target in ScalingModifiers"},
+		{"", "", nil, ""},
+		{children.TriggerName + " / 2", "4", nil, ""},
+		{"q / 2", "4", nil, "error validating formula in ScalingModifiers: unknown name q"},
+		{children.TriggerName + " +", "4", nil, "error validating formula in ScalingModifiers: unexpected token"},
+		{children.TriggerName, "lots", nil, "error validating target in ScalingModifiers"},
+		{"", "", []kedav1alpha1.ScaleTriggers{{Type: "cron", Name: "office-hours"}}, ""},
+		{"", "", []kedav1alpha1.ScaleTriggers{{Type: "cron", Name: children.TriggerName}}, `triggerName "queue" is defined multiple times`},
+		{"", "", []kedav1alpha1.ScaleTriggers{{Type: "cpu", UseCachedMetrics: true}}, `"useCachedMetrics" is not supported for "cpu"`},
 	} {
 		so := &kedav1alpha1.ScaledObject{Spec: kedav1alpha1.ScaledObjectSpec{
-			Triggers: []kedav1alpha1.ScaleTriggers{{Name: children.TriggerName, Type: "rabbitmq"}},
+			Triggers: append([]kedav1alpha1.ScaleTriggers{{Name: children.TriggerName, Type: "rabbitmq"}}, tc.extra...),
 			Advanced: &kedav1alpha1.AdvancedConfig{ScalingModifiers: kedav1alpha1.ScalingModifiers{Formula: tc.formula, Target: tc.target}},
 		}}
-		got := scalingModifierProblems(so)
+		got := kedaProblems(so)
 		switch {
 		case tc.want == "" && len(got) > 0:
 			t.Errorf("formula %q target %q: %v, want no problem", tc.formula, tc.target, got)

@@ -22,6 +22,7 @@ func validate(name string, spec v1alpha1.AsyncActorSpec, t config.Transport) []s
 	problems = append(problems, validateVolumes(spec.Workload.Template.Spec)...)
 	problems = append(problems, validateRanges(spec)...)
 	problems = append(problems, validateAdvanced(spec.Scaling.Advanced)...)
+	problems = append(problems, validateClaims(spec.Workload)...)
 	if t.Kind.PodRole() != "" && spec.Workload.Template.Spec.ServiceAccountName != "" {
 		problems = append(problems, fmt.Sprintf(
 			"%s.serviceAccountName: must be empty with transport %q: pods run as the IRSA ServiceAccount %s",
@@ -106,6 +107,35 @@ func validateAdvanced(adv *v1alpha1.AdvancedScaling) []string {
 	}
 	if adv.MetricType == "Utilization" {
 		problems = append(problems, "spec.scaling.advanced.metricType: KEDA's scalingModifiers accept AverageValue or Value, not Utilization")
+	}
+	for i, t := range adv.Triggers {
+		if ref := t.AuthenticationRef; ref != nil && ref.Kind != "" && ref.Kind != "TriggerAuthentication" {
+			problems = append(problems, fmt.Sprintf(
+				"spec.scaling.advanced.triggers[%d].authenticationRef.kind: %q: a trigger may use only a TriggerAuthentication in the actor's namespace",
+				i, ref.Kind))
+		}
+	}
+	return problems
+}
+
+// validateClaims checks spec.workload.volumeClaimTemplates: a StatefulSet's
+// only, each a PersistentVolumeClaim with a name.
+func validateClaims(w v1alpha1.WorkloadSpec) []string {
+	if len(w.VolumeClaimTemplates) == 0 {
+		return nil
+	}
+	if w.Kind != v1alpha1.KindStatefulSet {
+		return []string{"spec.workload.volumeClaimTemplates: only a StatefulSet has volume claim templates; set spec.workload.kind: StatefulSet"}
+	}
+	claims, err := w.ClaimTemplates()
+	if err != nil {
+		return []string{err.Error()}
+	}
+	var problems []string
+	for i, c := range claims {
+		if c.Name == "" {
+			problems = append(problems, fmt.Sprintf("spec.workload.volumeClaimTemplates[%d].metadata.name: required: pods mount the claim by it", i))
+		}
 	}
 	return problems
 }

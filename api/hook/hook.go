@@ -119,9 +119,22 @@ func Child(obj runtime.Object) (map[string]any, error) {
 	if err != nil {
 		return nil, err
 	}
+	withoutServerFields(m)
+	// A StatefulSet's claim templates are objects of their own.
+	if spec, ok := m["spec"].(map[string]any); ok {
+		claims, _ := spec["volumeClaimTemplates"].([]any)
+		for _, c := range claims {
+			if claim, ok := c.(map[string]any); ok {
+				withoutServerFields(claim)
+			}
+		}
+	}
+	return m, nil
+}
+
+func withoutServerFields(m map[string]any) {
 	delete(m, "status")
 	if meta, ok := m["metadata"].(map[string]any); ok {
 		delete(meta, "creationTimestamp")
 	}
-	return m, nil
 }

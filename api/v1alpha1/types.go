@@ -1,8 +1,12 @@
 package v1alpha1
 
 import (
+	"encoding/json"
+	"fmt"
+
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 )
 
 // +kubebuilder:object:root=true
@@ -200,6 +204,49 @@ type AdvancedScaling struct {
 	// deleted (scaling turned off or actor deleted). Default false.
 	// +optional
 	RestoreToOriginalReplicaCount bool `json:"restoreToOriginalReplicaCount,omitempty"`
+	// Triggers are more KEDA triggers beside the queue's (cron, cpu,
+	// prometheus, ...), added to the ScaledObject as written: KEDA scales
+	// on the highest of them, or on the formula, which names them by their
+	// name (the queue's trigger is named queue). KEDA's verdict on them is
+	// the ScalingReady condition. Default none.
+	// +optional
+	Triggers []Trigger `json:"triggers,omitempty"`
+}
+
+// Trigger is one KEDA trigger (a ScaledObject's spec.triggers item).
+type Trigger struct {
+	// Type is the KEDA scaler, e.g. cron, cpu, prometheus. Required.
+	// +kubebuilder:validation:MinLength=1
+	Type string `json:"type"`
+	// Name names the trigger for the formula; "queue" is the queue's.
+	// +optional
+	Name string `json:"name,omitempty"`
+	// Metadata configures the scaler, as KEDA documents it for the type.
+	// +optional
+	Metadata map[string]string `json:"metadata,omitempty"`
+	// AuthenticationRef names a TriggerAuthentication in the actor's
+	// namespace; a ClusterTriggerAuthentication is refused.
+	// +optional
+	AuthenticationRef *TriggerAuthenticationRef `json:"authenticationRef,omitempty"`
+	// MetricType of the trigger's metric: AverageValue, Value or
+	// Utilization (cpu and memory). Default KEDA's.
+	// +kubebuilder:validation:Enum=AverageValue;Value;Utilization
+	// +optional
+	MetricType string `json:"metricType,omitempty"`
+	// UseCachedMetrics lets KEDA answer the HPA from its last poll.
+	// +optional
+	UseCachedMetrics bool `json:"useCachedMetrics,omitempty"`
+}
+
+// TriggerAuthenticationRef names the credentials of a trigger.
+type TriggerAuthenticationRef struct {
+	// Name of a TriggerAuthentication in the actor's namespace.
+	// +kubebuilder:validation:MinLength=1
+	Name string `json:"name"`
+	// Kind is TriggerAuthentication, the default; ClusterTriggerAuthentication
+	// is refused.
+	// +optional
+	Kind string `json:"kind,omitempty"`
 }
 
 // Workload kinds.
@@ -239,6 +286,27 @@ type WorkloadSpec struct {
 	// named asya-runtime, plus anything else a core/v1 pod allows.
 	// Required. Changing it rolls the pods.
 	Template PodTemplate `json:"template"`
+
+	// VolumeClaimTemplates are the StatefulSet's claims, core/v1
+	// PersistentVolumeClaims (see kubectl explain
+	// statefulset.spec.volumeClaimTemplates): each pod gets one volume of
+	// each, to mount by the claim's name. StatefulSet only. The API server
+	// does not allow changing them on an existing StatefulSet.
+	// +optional
+	VolumeClaimTemplates []runtime.RawExtension `json:"volumeClaimTemplates,omitempty"`
+}
+
+// ClaimTemplates decodes VolumeClaimTemplates, whose items the CRD leaves
+// schemaless as it does the pod template: the API server validates them as
+// part of the StatefulSet.
+func (w WorkloadSpec) ClaimTemplates() ([]corev1.PersistentVolumeClaim, error) {
+	out := make([]corev1.PersistentVolumeClaim, len(w.VolumeClaimTemplates))
+	for i, raw := range w.VolumeClaimTemplates {
+		if err := json.Unmarshal(raw.Raw, &out[i]); err != nil {
+			return nil, fmt.Errorf("spec.workload.volumeClaimTemplates[%d]: %w", i, err)
+		}
+	}
+	return out, nil
 }
 
 // PodTemplate is the user's pod template. Its schema is left open so that
