@@ -397,3 +397,49 @@ func webhookCalls(t *testing.T) map[string]int {
 	}
 	return out
 }
+
+// TestExtraTriggers: extra KEDA triggers go into the ScaledObject beside
+// the queue's. KEDA's webhooks and operator take a valid one (a cron
+// schedule) and the actor is ScalingReady; for a trigger KEDA cannot run
+// (an unknown scaler) the actor reports ScalingError in KEDA's words, and
+// its workload keeps running.
+func TestExtraTriggers(t *testing.T) {
+	needKEDA(t)
+	for _, tc := range []struct {
+		name    string
+		trigger obj
+		ready   string
+	}{
+		{"cron", obj{"type": "cron", "name": "office-hours",
+			"metadata": obj{"timezone": "Etc/UTC", "start": "0 8 * * *", "end": "0 18 * * *", "desiredReplicas": "1"}}, "True"},
+		{"unknown-scaler", obj{"type": "no-such-scaler", "name": "mystery", "metadata": obj{"x": "y"}}, "False"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx := ctxFor(t, 2*time.Minute)
+			ensureNamespace(t, ctx, scalingNS, true)
+			name := "triggers-" + tc.name
+			a := scalingActor(t, name, "rabbitmq", 5, 30)
+			mapAt(a, "spec", "scaling")["advanced"] = obj{"triggers": []any{tc.trigger}}
+			createActor(t, ctx, a)
+			reportRunning(t, ctx, scalingNS, name, 1)
+			so := soCondition(t, ctx, scalingNS, name)
+			syncingUntil(t, ctx, env.driver, name, time.Minute, "KEDA's verdict", func() error {
+				so = soCondition(t, ctx, scalingNS, name)
+				return conditionIs(so, tc.ready)
+			})
+			syncingUntil(t, ctx, env.driver, name, 30*time.Second, "the actor's ScalingReady follows KEDA", func() error {
+				return conditionIs(conditions(getActor(t, ctx, scalingNS, name))["ScalingReady"], tc.ready)
+			})
+			a = getActor(t, ctx, scalingNS, name)
+			t.Logf("%s: KEDA %s %q; the actor: %s", tc.name, str(so, "status"), str(so, "message"), str(a, "status", "status"))
+			if tc.ready == "False" {
+				if s := str(a, "status", "status"); s != "ScalingError" || !strings.Contains(str(conditions(a)["ScalingReady"], "message"), firstSentence(str(so, "message"))) {
+					t.Errorf("status %s, ScalingReady %s; want ScalingError with KEDA's message", s, mustJSON(conditions(a)["ScalingReady"]))
+				}
+				if n := replicas(t, ctx, name); n < 1 {
+					t.Errorf("the workload was scaled to %d", n)
+				}
+			}
+		})
+	}
+}
