@@ -92,6 +92,38 @@ func (o *observation) desiredReplicas() *int32 {
 	return ptr(int32(0))
 }
 
+// setOperatorSummaries fills the summaries the Asya operator writes and
+// its users' scripts read, from the fields and conditions already set.
+// Its lastScaleFormatted ("5m ago (up)") is left out: it changes as time
+// passes, and the status must not (the Last-Scale column shows the age of
+// lastScaleTime instead).
+func setOperatorSummaries(st *v1alpha1.AsyncActorStatus) {
+	current := ptrValue(st.Replicas)
+	desired := current
+	if st.DesiredReplicas != nil {
+		desired = *st.DesiredReplicas
+	}
+	st.ReplicasSummary = fmt.Sprintf("%d/%d", current, desired)
+	ready, total := 0, 0
+	for _, c := range st.Conditions {
+		switch c.Type {
+		case ConditionTransportReady, ConditionWorkloadReady, ConditionScalingReady:
+			total++
+			if c.Status == metav1.ConditionTrue {
+				ready++
+			}
+		}
+	}
+	st.ReadySummary = fmt.Sprintf("%d/%d", ready, total)
+}
+
+func ptrValue(p *int32) int32 {
+	if p == nil {
+		return 0
+	}
+	return *p
+}
+
 func keepWorkloadFields(st, prev *v1alpha1.AsyncActorStatus) {
 	st.Replicas = copyPtr(prev.Replicas)
 	st.ReadyReplicas = copyPtr(prev.ReadyReplicas)

@@ -160,6 +160,7 @@ func Compute(in Input) Result {
 	st := v1alpha1.AsyncActorStatus{ObservedGeneration: o.actor.Generation, Conditions: ownConditions(o.actor.Status.Conditions)}
 	o.setConditions(&st)
 	o.setReplicaFields(&st)
+	setOperatorSummaries(&st)
 	st.Status = o.statusValue()
 	return Result{Status: st, ResyncAfter: o.resyncAfter(&st)}
 }

@@ -382,6 +382,15 @@ type AsyncActorStatus struct {
 	// ReadyReplicasSummary is "ready/total".
 	// +optional
 	ReadyReplicasSummary string `json:"readyReplicasSummary,omitempty"`
+	// ReplicasSummary is "replicas/desiredReplicas", as the Asya operator
+	// writes it.
+	// +optional
+	ReplicasSummary string `json:"replicasSummary,omitempty"`
+	// ReadySummary is "ready/total" of the conditions TransportReady,
+	// WorkloadReady and (with scaling) ScalingReady, as the Asya operator
+	// writes it.
+	// +optional
+	ReadySummary string `json:"readySummary,omitempty"`
 	// TransportStatus is Ready when the queue was ensured on the broker,
 	// else NotReady.
 	// +kubebuilder:validation:Enum=Ready;NotReady
