@@ -5,6 +5,12 @@ Serves the handler named by ASYA_HANDLER on a Unix socket for the asya-sidecar.
 Each connection carries one request and one response, each framed as a 4-byte
 big-endian length followed by that many bytes of UTF-8 JSON. The response is
 always a JSON array. Python 3.7+, standard library only.
+
+Environment: ASYA_HANDLER (module.function or module.Class.method),
+ASYA_HANDLER_MODE (payload or envelope), ASYA_ENABLE_VALIDATION,
+ASYA_SOCKET_DIR, ASYA_SOCKET_NAME, ASYA_SOCKET_CHMOD (octal, default 666; empty
+leaves the mode alone), ASYA_MAX_MESSAGE_SIZE and ASYA_CHUNK_SIZE (bytes read at
+a time), ASYA_LOG_LEVEL.
 """
 import importlib
 import inspect
@@ -22,7 +28,8 @@ import traceback
 log = logging.getLogger("asya-runtime")
 
 READY_FILE = "runtime-ready"
-CHUNK = 1 << 20
+# The envelope fields a handler's result keeps in envelope mode.
+ENVELOPE_FIELDS = ("payload", "route", "id", "parent_id", "headers")
 # A client that connects and then goes silent must not block this
 # single-threaded server forever.
 IO_TIMEOUT = 60.0
@@ -30,14 +37,6 @@ IO_TIMEOUT = 60.0
 
 class LoadError(Exception):
     """The handler named by ASYA_HANDLER cannot be used."""
-
-
-class ParseError(Exception):
-    """The request is not valid JSON or not a valid envelope."""
-
-
-class RouteError(Exception):
-    """An envelope-mode handler rewrote the already-processed route."""
 
 
 def env_bool(env, name, default):
@@ -63,8 +62,13 @@ class Config:
         self.handler = env.get("ASYA_HANDLER", "")
         self.mode = (env.get("ASYA_HANDLER_MODE") or "payload").strip().lower()
         self.validate = env_bool(env, "ASYA_ENABLE_VALIDATION", True)
-        self.chmod = env_int(env, "ASYA_SOCKET_CHMOD", "666", 8)
+        self.chmod = None  # set but empty: leave the socket's mode alone
+        if env.get("ASYA_SOCKET_CHMOD") != "":
+            self.chmod = env_int(env, "ASYA_SOCKET_CHMOD", "666", 8)
         self.max_size = env_int(env, "ASYA_MAX_MESSAGE_SIZE", str(64 << 20), 10)
+        self.chunk_size = env_int(env, "ASYA_CHUNK_SIZE", str(1 << 20), 10)
+        if self.chunk_size < 1:
+            raise ValueError("ASYA_CHUNK_SIZE must be positive, got %d" % self.chunk_size)
         if self.mode not in ("payload", "envelope"):
             raise ValueError("ASYA_HANDLER_MODE must be payload or envelope, got %r" % self.mode)
 
@@ -129,30 +133,35 @@ def instantiate(cls):
 # ---- message processing ----
 
 def parse(raw):
-    try:
-        msg = json.loads(raw.decode("utf-8"))
-    except (UnicodeDecodeError, ValueError) as e:
-        raise ParseError("invalid JSON: %s" % e)
+    """The request envelope; a bad one raises the ValueError (a JSON or
+    UTF-8 decoding error included) that becomes msg_parsing_error."""
+    msg = json.loads(raw.decode("utf-8"))
     check_envelope(msg, "request")
     if "payload" not in msg:
-        raise ParseError("request: missing payload")
-    if "headers" in msg and msg["headers"] is not None and not isinstance(msg["headers"], dict):
-        raise ParseError("request: headers must be an object")
+        raise ValueError("request: missing payload")
     return msg
 
 
-def check_envelope(msg, what, error=ParseError):
+def check_envelope(msg, what, done=False):
+    """Checks an envelope in place; a route without current starts at 0.
+    A result (done) may point one past the last actor: its route is over."""
     if not isinstance(msg, dict):
-        raise error("%s: envelope must be an object" % what)
+        raise ValueError("%s: envelope must be an object" % what)
     route = msg.get("route")
     if not isinstance(route, dict):
-        raise error("%s: missing or invalid route" % what)
-    actors, current = route.get("actors"), route.get("current")
-    if not isinstance(actors, list) or not all(isinstance(a, str) for a in actors):
-        raise error("%s: route.actors must be a list of strings" % what)
+        raise ValueError("%s: missing or invalid route" % what)
+    actors = route.get("actors")
+    if not isinstance(actors, list) or not actors or not all(isinstance(a, str) for a in actors):
+        raise ValueError("%s: route.actors must be a non-empty list of strings" % what)
+    current = route.setdefault("current", 0)
     # bool is an int in Python; a JSON true is not a position.
-    if not isinstance(current, int) or isinstance(current, bool) or current < 0:
-        raise error("%s: route.current must be a non-negative integer" % what)
+    last = len(actors) if done else len(actors) - 1
+    if not isinstance(current, int) or isinstance(current, bool) or not 0 <= current <= last:
+        raise ValueError("%s: route.current must be 0 to %d for %d actors, got %r" % (what, last, len(actors), current))
+    if "id" in msg and not isinstance(msg["id"], str):
+        raise ValueError("%s: id must be a string" % what)
+    if msg.get("headers") is not None and not isinstance(msg["headers"], dict):
+        raise ValueError("%s: headers must be an object" % what)
 
 
 def as_list(result):
@@ -179,11 +188,14 @@ def run_envelope(handler, msg, validate):
     out = as_list(handler(msg))
     if validate:
         for i, item in enumerate(out):
-            check_envelope(item, "result %d" % i, RouteError)
+            check_envelope(item, "result %d" % i, done=True)
             if item["route"]["actors"][:len(done)] != done:
-                raise RouteError("result %d: route rewrites processed actors %s into %s"
+                raise ValueError("result %d: route rewrites processed actors %s into %s"
                                  % (i, done, item["route"]["actors"][:len(done)]))
-    return out
+    # A result passes on the envelope's fields only; other keys a handler
+    # left in it stay with the handler.
+    return [{k: item[k] for k in ENVELOPE_FIELDS if k in item} if isinstance(item, dict) else item
+            for item in out]
 
 
 def error_response(kind, exc, with_traceback):
@@ -197,7 +209,7 @@ def process(raw, handler, cfg):
     """Turns one request into the encoded response; never raises."""
     try:
         msg = parse(raw)
-    except ParseError as e:
+    except ValueError as e:
         log.warning("rejecting message: %s", e)
         return encode(error_response("msg_parsing_error", e, False))
     try:
@@ -219,11 +231,11 @@ def encode(value):
 
 # ---- socket serving ----
 
-def recv_exact(conn, n):
+def recv_exact(conn, n, chunk_size):
     """Reads exactly n bytes, or returns what arrived before the peer closed."""
     buf = bytearray()
     while len(buf) < n:
-        chunk = conn.recv(min(n - len(buf), CHUNK))
+        chunk = conn.recv(min(n - len(buf), chunk_size))
         if not chunk:
             break
         buf += chunk
@@ -233,7 +245,7 @@ def recv_exact(conn, n):
 def serve_connection(conn, handler, cfg):
     conn.settimeout(IO_TIMEOUT)
     try:
-        head = recv_exact(conn, 4)
+        head = recv_exact(conn, 4, 4)
     except (ConnectionError, socket.timeout):
         head = b""
     if len(head) < 4:
@@ -242,15 +254,18 @@ def serve_connection(conn, handler, cfg):
         return
     (size,) = struct.unpack(">I", head)
     if size > cfg.max_size:
-        err = ParseError("message of %d bytes exceeds ASYA_MAX_MESSAGE_SIZE (%d)" % (size, cfg.max_size))
+        err = ValueError("message of %d bytes exceeds ASYA_MAX_MESSAGE_SIZE (%d)" % (size, cfg.max_size))
         log.warning("%s", err)
         body = encode(error_response("msg_parsing_error", err, False))
     else:
-        raw = recv_exact(conn, size)
+        raw = recv_exact(conn, size, cfg.chunk_size)
         if len(raw) < size:
-            log.warning("connection closed after %d of %d bytes; message dropped", len(raw), size)
-            return
-        body = process(raw, handler, cfg)
+            # The peer stopped sending mid-frame; it may still read.
+            err = ConnectionError("connection closed after %d of %d bytes" % (len(raw), size))
+            log.warning("%s; message dropped", err)
+            body = encode(error_response("connection_error", err, False))
+        else:
+            body = process(raw, handler, cfg)
     conn.sendall(struct.pack(">I", len(body)) + body)
 
 
@@ -270,7 +285,8 @@ def bind(cfg):
         sock.close()
         raise
     try:
-        os.chmod(cfg.socket_path, cfg.chmod)
+        if cfg.chmod is not None:
+            os.chmod(cfg.socket_path, cfg.chmod)
         sock.listen(socket.SOMAXCONN)
     except OSError:
         sock.close()

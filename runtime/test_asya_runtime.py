@@ -65,6 +65,12 @@ def append(e):
     e["route"]["current"] += 1
     return e
 
+def extra_fields(e):
+    e["route"]["current"] += 1
+    e["parent_id"] = "p-1"
+    e["debug"] = {"scratch": True}
+    return e
+
 def bad_current(e):
     e["route"]["current"] = "next"
     return e
@@ -319,7 +325,51 @@ class RuntimeTest(unittest.TestCase):
                 got = rt.call(envelope(1, current=1))
                 self.assertEqual(got[0]["route"], {"actors": ["elsewhere"], "current": 0})
 
+    def test_envelope_mode_passes_on_envelope_fields_only(self):
+        rt = self.start("handlers.extra_fields", ASYA_HANDLER_MODE="envelope")
+        got = rt.call(envelope(1, headers={"h": "x"}))
+        self.assertEqual(got, [{"id": "m-1", "parent_id": "p-1", "route": {"actors": ["a", "b", "c"], "current": 1},
+                                "payload": 1, "headers": {"h": "x"}}])
+
+    def test_last_actor_may_end_the_route(self):
+        rt = self.start("handlers.advance", ASYA_HANDLER_MODE="envelope")
+        got = rt.call(envelope(1, current=2))
+        self.assertEqual(got[0]["route"], {"actors": ["a", "b", "c"], "current": 3})
+
     # ---- bad requests ----
+
+    def test_route_without_current_starts_at_the_first_actor(self):
+        rt = self.start("handlers.double")
+        got = rt.raw(frame(b'{"route": {"actors": ["a", "b"]}, "payload": {"value": 1}}'))
+        self.assertEqual(got, [{"route": {"actors": ["a", "b"], "current": 1}, "payload": {"value": 2}}])
+
+    def test_error_types(self):
+        rt = self.start("handlers.echo")
+        for name, data, want in (
+            ("bad envelope", frame(b'{"payload": 1}'), "ValueError"),
+            ("not json", frame(b"{not json"), "JSONDecodeError"),
+            ("not utf-8", frame(b"\xff\xfe"), "UnicodeDecodeError"),
+        ):
+            with self.subTest(name):
+                got = rt.raw(data)[0]
+                self.assertEqual((got["error"], got["details"]["type"]), ("msg_parsing_error", want))
+        rt = self.start("handlers.erase", ASYA_HANDLER_MODE="envelope")
+        got = rt.call(envelope(1, current=1))[0]
+        self.assertEqual((got["error"], got["details"]["type"]), ("processing_error", "ValueError"))
+
+    def test_truncated_frame_gets_connection_error(self):
+        rt = self.start("handlers.echo")
+        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
+            s.settimeout(WAIT)
+            s.connect(rt.socket_path)
+            s.sendall(struct.pack(">I", 100) + b'{"payload":')
+            s.shutdown(socket.SHUT_WR)  # closed for writing; still reading
+            (n,) = struct.unpack(">I", recv_exact(s, 4))
+            got = json.loads(recv_exact(s, n))
+        self.assertEqual(got[0]["error"], "connection_error")
+        self.assertIn("11 of 100 bytes", got[0]["details"]["message"])
+        self.assertEqual(rt.call(envelope("next"))[0]["payload"], "next")
+
 
     def test_invalid_json_and_envelopes(self):
         rt = self.start("handlers.echo")
@@ -329,7 +379,11 @@ class RuntimeTest(unittest.TestCase):
             "array": frame(b"[1, 2]"),
             "no route": frame(b'{"payload": 1}'),
             "no actors": frame(b'{"route": {"current": 0}, "payload": 1}'),
-            "no current": frame(b'{"route": {"actors": ["a"]}, "payload": 1}'),
+            "empty actors": frame(b'{"route": {"actors": [], "current": 0}, "payload": 1}'),
+            "current past the last actor": frame(b'{"route": {"actors": ["a"], "current": 1}, "payload": 1}'),
+            "negative current": frame(b'{"route": {"actors": ["a"], "current": -1}, "payload": 1}'),
+            "id not a string": frame(b'{"id": 7, "route": {"actors": ["a"], "current": 0}, "payload": 1}'),
+            "headers not an object": frame(b'{"headers": [1], "route": {"actors": ["a"], "current": 0}, "payload": 1}'),
             "actors not list": frame(b'{"route": {"actors": "a", "current": 0}, "payload": 1}'),
             "current string": frame(b'{"route": {"actors": ["a"], "current": "0"}, "payload": 1}'),
             "current bool": frame(b'{"route": {"actors": ["a"], "current": true}, "payload": 1}'),
@@ -416,6 +470,20 @@ class RuntimeTest(unittest.TestCase):
     def test_default_socket_mode(self):
         rt = self.start("handlers.echo")
         self.assertEqual(stat.S_IMODE(os.stat(rt.socket_path).st_mode), 0o666)
+
+    def test_empty_socket_chmod_leaves_the_mode_alone(self):
+        umask = os.umask(0o027)
+        try:
+            rt = self.start("handlers.echo", ASYA_SOCKET_CHMOD="")
+        finally:
+            os.umask(umask)
+        self.assertEqual(stat.S_IMODE(os.stat(rt.socket_path).st_mode), 0o750)
+
+    def test_chunk_size(self):
+        rt = self.start("handlers.echo", ASYA_CHUNK_SIZE="7")
+        data = "x" * 100000
+        self.assertEqual(rt.call(envelope(data))[0]["payload"], data)
+        self.assert_failed_start("handlers.echo", "ASYA_CHUNK_SIZE", ASYA_CHUNK_SIZE="0")
 
     def test_stale_socket_is_replaced(self):
         sock_dir = os.path.join(self.tmp, "sock")
