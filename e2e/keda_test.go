@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -136,6 +137,14 @@ func (e *testEnv) registerKEDAWebhooks(ctx context.Context, url string, caPEM []
 		}
 	}
 	return nil
+}
+
+// pause stops the operator until the test ends; the webhooks keep running.
+func (kd *keda) pause(t *testing.T) {
+	if err := kd.operator.cmd.Process.Signal(syscall.SIGSTOP); err != nil {
+		t.Fatalf("pause the KEDA operator: %v", err)
+	}
+	t.Cleanup(func() { _ = kd.operator.cmd.Process.Signal(syscall.SIGCONT) })
 }
 
 func (kd *keda) stop() {
