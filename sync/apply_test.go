@@ -98,12 +98,7 @@ func TestRefusedWhereApplyWouldMerge(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			var problems string
-			for _, c := range resp.Status.Conditions {
-				if c.Type == "WorkloadReady" {
-					problems = c.Message
-				}
-			}
+			problems := conditionIn(resp, "WorkloadReady").Message
 			if tc.wants == nil {
 				if resp.Status.Status == "WorkloadError" {
 					t.Fatalf("refused: %s", problems)

@@ -5,8 +5,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/asya-sh/asya-sync/api/hook"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/asya-sh/asya-sync/api/hook"
 	"github.com/asya-sh/asya-sync/config"
 	"github.com/asya-sh/asya-sync/transport"
 )
@@ -41,4 +43,12 @@ func DecodeBody(t *testing.T, body map[string]any) *hook.SyncRequest {
 		t.Fatal(err)
 	}
 	return req
+}
+
+// conditionIn is the answer's status condition of that type, or an empty one.
+func conditionIn(resp *hook.Response, typ string) metav1.Condition {
+	if c := meta.FindStatusCondition(resp.Status.Conditions, typ); c != nil {
+		return *c
+	}
+	return metav1.Condition{}
 }

@@ -62,12 +62,7 @@ func TestSyncWithBrokerDownKeepsChildren(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var reason string
-	for _, c := range resp.Status.Conditions {
-		if c.Type == "TransportReady" {
-			reason = c.Reason
-		}
-	}
+	reason := conditionIn(resp, "TransportReady").Reason
 	if resp.Status.Status != "TransportError" || reason != transport.ReasonBrokerUnavailable || len(resp.Children) != 2 {
 		t.Errorf("status=%q reason=%q children=%d; want TransportError, BrokerUnavailable and both children still returned",
 			resp.Status.Status, reason, len(resp.Children))
