@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"golang.org/x/time/rate"
+	k8sruntime "k8s.io/apimachinery/pkg/runtime"
 )
 
 // The fleet measurement: many actors created at once, then deleted at once,
@@ -672,7 +673,7 @@ func (c *watchCache) get(ctx context.Context, r gvr, ns, name string) (obj, erro
 	if o == nil {
 		return nil, &apiError{Code: 404, Reason: "NotFound", Message: fmt.Sprintf("%s %s/%s not in the cache", r.Resource, ns, name)}
 	}
-	return clone(o).(obj), nil
+	return k8sruntime.DeepCopyJSONValue(o).(obj), nil
 }
 
 func (c *watchCache) list(ctx context.Context, r gvr, ns, labelSelector string) ([]obj, error) {
@@ -740,24 +741,4 @@ func (c *watchCache) items(r gvr, ns string) []obj {
 		}
 	}
 	return out
-}
-
-// clone copies decoded JSON.
-func clone(v any) any {
-	switch x := v.(type) {
-	case map[string]any:
-		out := make(map[string]any, len(x))
-		for k, v := range x {
-			out[k] = clone(v)
-		}
-		return out
-	case []any:
-		out := make([]any, len(x))
-		for i, v := range x {
-			out[i] = clone(v)
-		}
-		return out
-	default:
-		return v
-	}
 }

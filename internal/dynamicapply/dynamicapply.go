@@ -14,6 +14,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	"k8s.io/apimachinery/pkg/runtime"
 )
 
 // MergeKeys are the conventional keys, in the order Metacontroller tries
@@ -189,7 +191,7 @@ func mergeValue(observed, lastApplied, desired any) any {
 		if key := MergeKey(o, l, d); key != "" {
 			return mergeListMap(o, l, d, key)
 		}
-		return deepCopy(d)
+		return runtime.DeepCopyJSONValue(d)
 	default:
 		return desired
 	}
@@ -198,7 +200,7 @@ func mergeValue(observed, lastApplied, desired any) any {
 func mergeMap(observed, lastApplied, desired map[string]any) map[string]any {
 	out := make(map[string]any, len(observed)+len(desired))
 	for k, v := range observed {
-		out[k] = deepCopy(v)
+		out[k] = runtime.DeepCopyJSONValue(v)
 	}
 	for k := range lastApplied {
 		if _, keep := desired[k]; !keep {
@@ -249,23 +251,4 @@ func mergeListMap(observed, lastApplied, desired []any, key string) []any {
 // Metacontroller would send an update.
 func Changes(observed, lastApplied, desired map[string]any) bool {
 	return !reflect.DeepEqual(Merge(observed, lastApplied, desired), observed)
-}
-
-func deepCopy(v any) any {
-	switch v := v.(type) {
-	case map[string]any:
-		out := make(map[string]any, len(v))
-		for k, x := range v {
-			out[k] = deepCopy(x)
-		}
-		return out
-	case []any:
-		out := make([]any, len(v))
-		for i, x := range v {
-			out[i] = deepCopy(x)
-		}
-		return out
-	default:
-		return v
-	}
 }
