@@ -67,7 +67,8 @@ func Release(ctx context.Context, c Claim, brokers transport.Lookup) status.Queu
 }
 
 // Kept says why the queue stays, if it does: the transport does not
-// manage its queues, the actor asks to retain it, another actor of the same name on the same transport owns it or will as
+// manage its queues, the actor asks to retain it, another actor of the
+// same name on the same transport owns it or will as
 // soon as this one is gone and gets it with its messages, or the request
 // cannot tell whether such an actor exists.
 func Kept(c Claim) (status.QueueState, bool) {

@@ -44,11 +44,14 @@ func (o *observation) setConditions(st *v1alpha1.AsyncActorStatus) {
 	o.set(&st.Conditions, ConditionReady, readyCondition(st.Conditions))
 }
 
+// componentConditions are the conditions Ready aggregates, in status order.
+var componentConditions = []string{ConditionTransportReady, ConditionWorkloadReady, ConditionScalingReady}
+
 // readyCondition aggregates the others, as the kstatus conventions want:
 // True when each is True, else False with the reason and message of the
 // first that is not, in status order (transport, workload, scaling).
 func readyCondition(conds []metav1.Condition) condition {
-	for _, t := range []string{ConditionTransportReady, ConditionWorkloadReady, ConditionScalingReady} {
+	for _, t := range componentConditions {
 		if c := meta.FindStatusCondition(conds, t); c != nil && c.Status != metav1.ConditionTrue {
 			return condition{metav1.ConditionFalse, c.Reason, c.Message}
 		}

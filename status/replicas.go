@@ -3,7 +3,9 @@ package status
 import (
 	"fmt"
 
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	utilptr "k8s.io/utils/ptr"
 
 	"github.com/asya-sh/asya-sync/api/v1alpha1"
 )
@@ -98,16 +100,11 @@ func (o *observation) desiredReplicas() *int32 {
 // passes, and the status must not (the Last-Scale column shows the age of
 // lastScaleTime instead).
 func setOperatorSummaries(st *v1alpha1.AsyncActorStatus) {
-	current := ptrValue(st.Replicas)
-	desired := current
-	if st.DesiredReplicas != nil {
-		desired = *st.DesiredReplicas
-	}
-	st.ReplicasSummary = fmt.Sprintf("%d/%d", current, desired)
+	current := utilptr.Deref(st.Replicas, 0)
+	st.ReplicasSummary = fmt.Sprintf("%d/%d", current, utilptr.Deref(st.DesiredReplicas, current))
 	ready, total := 0, 0
-	for _, c := range st.Conditions {
-		switch c.Type {
-		case ConditionTransportReady, ConditionWorkloadReady, ConditionScalingReady:
+	for _, t := range componentConditions {
+		if c := meta.FindStatusCondition(st.Conditions, t); c != nil {
 			total++
 			if c.Status == metav1.ConditionTrue {
 				ready++
@@ -115,13 +112,6 @@ func setOperatorSummaries(st *v1alpha1.AsyncActorStatus) {
 		}
 	}
 	st.ReadySummary = fmt.Sprintf("%d/%d", ready, total)
-}
-
-func ptrValue(p *int32) int32 {
-	if p == nil {
-		return 0
-	}
-	return *p
 }
 
 func keepWorkloadFields(st, prev *v1alpha1.AsyncActorStatus) {
