@@ -20,7 +20,10 @@ func Build(in Input, tmpl corev1.PodTemplateSpec) []Object {
 	if sa := ServiceAccount(in); sa != nil {
 		objs = append(objs, sa)
 	}
-	objs = append(objs, RuntimeConfigMap(in), Workload(in, tmpl))
+	if !in.RuntimeInTemplate {
+		objs = append(objs, RuntimeConfigMap(in))
+	}
+	objs = append(objs, Workload(in, tmpl))
 	if !in.ScalingActive {
 		return objs
 	}

@@ -26,6 +26,10 @@ type Input struct {
 	// RuntimeScript is the asya_runtime.py source and its hash.
 	RuntimeScript string
 	RuntimeHash   string
+	// RuntimeInTemplate delivers the script in the pod template (an
+	// annotation the downward API projects into the pods) instead of a
+	// ConfigMap child.
+	RuntimeInTemplate bool
 	// ScalingActive: KEDA owns the replica count (spec.scaling.enabled, the
 	// cluster has KEDA, the actor owns its queue), so the workload leaves
 	// replicas to KEDA's HPA and a ScaledObject is built. Otherwise the

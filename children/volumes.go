@@ -23,11 +23,26 @@ func (in Input) volumes() []corev1.Volume {
 	return []corev1.Volume{
 		{Name: volumeSocket, VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}},
 		{Name: volumeTmp, VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}},
-		{Name: volumeRuntime, VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{
-			LocalObjectReference: corev1.LocalObjectReference{Name: RuntimeConfigMapName(in.Actor.Name)},
-			DefaultMode:          ptr.To[int32](0o755),
-		}}},
+		{Name: volumeRuntime, VolumeSource: in.runtimeSource()},
 	}
+}
+
+// runtimeSource holds the runtime script as the file RuntimeScriptKey:
+// the actor's ConfigMap, or the pod's own AnnotationRuntimeScript.
+func (in Input) runtimeSource() corev1.VolumeSource {
+	mode := ptr.To[int32](0o755)
+	if in.RuntimeInTemplate {
+		return corev1.VolumeSource{DownwardAPI: &corev1.DownwardAPIVolumeSource{
+			Items: []corev1.DownwardAPIVolumeFile{{Path: RuntimeScriptKey,
+				FieldRef: &corev1.ObjectFieldSelector{APIVersion: "v1",
+					FieldPath: "metadata.annotations['" + AnnotationRuntimeScript + "']"}}},
+			DefaultMode: mode,
+		}}
+	}
+	return corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{
+		LocalObjectReference: corev1.LocalObjectReference{Name: RuntimeConfigMapName(in.Actor.Name)},
+		DefaultMode:          mode,
+	}}
 }
 
 // sharedMounts are mounted in both the runtime and the sidecar.

@@ -15,6 +15,10 @@ import (
 // subPath mount never sees ConfigMap updates.
 const AnnotationRuntimeHash = "asya.sh/runtime-hash"
 
+// AnnotationRuntimeScript holds the script itself on the pod template when
+// it is delivered there (Input.RuntimeInTemplate).
+const AnnotationRuntimeScript = "asya.sh/runtime-script"
+
 // Workload returns the actor's Deployment or StatefulSet around its pod
 // template, PodTemplate(in), which the caller builds once: it checks it
 // against Pod Security before building the rest.
@@ -92,10 +96,20 @@ func PodTemplate(in Input) corev1.PodTemplateSpec {
 	return corev1.PodTemplateSpec{
 		ObjectMeta: metav1.ObjectMeta{
 			Labels:      merged(user.Metadata.Labels, in.selectorLabels()),
-			Annotations: merged(user.Metadata.Annotations, map[string]string{AnnotationRuntimeHash: in.RuntimeHash}),
+			Annotations: merged(user.Metadata.Annotations, in.templateAnnotations()),
 		},
 		Spec: spec,
 	}
+}
+
+// templateAnnotations are ours on the pod template: the script's hash, and
+// the script itself when it is delivered there.
+func (in Input) templateAnnotations() map[string]string {
+	a := map[string]string{AnnotationRuntimeHash: in.RuntimeHash}
+	if in.RuntimeInTemplate {
+		a[AnnotationRuntimeScript] = in.RuntimeScript
+	}
+	return a
 }
 
 // withDefaultSeccomp gives the pod the container runtime's default seccomp

@@ -29,7 +29,43 @@ type Config struct {
 	GatewayURL             string                  `json:"gatewayURL"`
 	QueueCacheTTL          metav1.Duration         `json:"queueCacheTTL"`
 	Transports             map[string]Transport    `json:"transports"`
+	Watch                  Watch                   `json:"watch"`
+	RuntimeDelivery        RuntimeDelivery         `json:"runtimeDelivery"`
 }
+
+// Watch says which related objects the customize hook asks Metacontroller
+// for. Each costs Metacontroller a cluster-wide watch and, on every event
+// of that resource anywhere in the cluster, a pass over every actor
+// (docs/performance.md#what-metacontroller-pays); each can be turned off,
+// and the status then says what it is not told.
+type Watch struct {
+	// Pods: the actor's pods, for pod-level health (RuntimeError,
+	// ImagePullError, PendingResources, ...). Without them the status
+	// reads the workload's replica counts only.
+	Pods bool `json:"pods"`
+	// Secrets: the Secrets the transport references, so that a missing one
+	// is a ConfigError before any pod fails on it.
+	Secrets bool `json:"secrets"`
+	// Namesakes: the actors of the same name in every namespace, which
+	// claim the same queue (docs/design.md#queues). Without them every
+	// actor takes itself for its queue's only claimant.
+	Namesakes bool `json:"namesakes"`
+}
+
+// WatchAll is the default: everything the status can report.
+var WatchAll = Watch{Pods: true, Secrets: true, Namesakes: true}
+
+// RuntimeDelivery is how the runtime script reaches an actor's pods.
+type RuntimeDelivery string
+
+const (
+	// RuntimeConfigMap: a per-actor ConfigMap child, mounted into the pods.
+	RuntimeConfigMap RuntimeDelivery = "configMap"
+	// RuntimePodTemplate: an annotation of the pod template, projected into
+	// the pods by the downward API. No ConfigMap child, so Metacontroller
+	// need not watch the cluster's ConfigMaps.
+	RuntimePodTemplate RuntimeDelivery = "podTemplate"
+)
 
 // Transport is one named transport: its name, whether it is enabled, and
 // its kind with the kind's decoded and checked settings.
@@ -81,6 +117,12 @@ func Parse(data []byte) (*Config, error) {
 		GatewayURL             string                  `json:"gatewayURL"`
 		QueueCacheTTL          *metav1.Duration        `json:"queueCacheTTL"`
 		Transports             map[string]rawTransport `json:"transports"`
+		Watch                  struct {
+			Pods      *bool `json:"pods"`
+			Secrets   *bool `json:"secrets"`
+			Namesakes *bool `json:"namesakes"`
+		} `json:"watch"`
+		RuntimeDelivery RuntimeDelivery `json:"runtimeDelivery"`
 	}
 	if err := decodeStrict(data, &raw); err != nil {
 		return nil, err
@@ -90,6 +132,19 @@ func Parse(data []byte) (*Config, error) {
 		SidecarSecurityContext: raw.SidecarSecurityContext,
 		GatewayURL:             raw.GatewayURL,
 		Transports:             map[string]Transport{},
+		Watch: Watch{
+			Pods:      ptr.Deref(raw.Watch.Pods, WatchAll.Pods),
+			Secrets:   ptr.Deref(raw.Watch.Secrets, WatchAll.Secrets),
+			Namesakes: ptr.Deref(raw.Watch.Namesakes, WatchAll.Namesakes),
+		},
+		RuntimeDelivery: raw.RuntimeDelivery,
+	}
+	switch cfg.RuntimeDelivery {
+	case "":
+		cfg.RuntimeDelivery = RuntimeConfigMap
+	case RuntimeConfigMap, RuntimePodTemplate:
+	default:
+		return nil, fmt.Errorf("runtimeDelivery: %q is not %s or %s", raw.RuntimeDelivery, RuntimeConfigMap, RuntimePodTemplate)
 	}
 	if cfg.SidecarSecurityContext == nil {
 		cfg.SidecarSecurityContext = DefaultSidecarSecurityContext()

@@ -29,6 +29,9 @@ transports:
 	if cfg.QueueCacheTTL.Duration != 5*time.Minute {
 		t.Errorf("queueCacheTTL = %v, want 5m", cfg.QueueCacheTTL.Duration)
 	}
+	if cfg.Watch != WatchAll || cfg.RuntimeDelivery != RuntimeConfigMap {
+		t.Errorf("watch = %+v, runtimeDelivery = %q; want everything watched and a ConfigMap", cfg.Watch, cfg.RuntimeDelivery)
+	}
 	rmq := cfg.Transports["rabbitmq"]
 	wantRMQ := &rabbitmq.Settings{Host: "mq", Port: 5672, VHost: "/", Username: "guest",
 		Queues: transport.Queues{DLQ: transport.DLQ{MaxRetryCount: 3}}}
@@ -71,6 +74,8 @@ func TestParseErrorsNameTheKey(t *testing.T) {
 		{"create queues left alone", "transports: {r: {type: rabbitmq, config: {host: h, queues: {manage: false, autoCreate: true}}}}", "transports.r.config.queues.autoCreate: true contradicts queues.manage: false"},
 		{"negative ttl", "queueCacheTTL: -1m", "queueCacheTTL: must not be negative"},
 		{"bad ttl", "queueCacheTTL: soon", "soon"},
+		{"unknown watch key", "watch: {hpas: false}", `unknown field "hpas"`},
+		{"unknown runtime delivery", "runtimeDelivery: inline", `runtimeDelivery: "inline" is not configMap or podTemplate`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -79,6 +84,17 @@ func TestParseErrorsNameTheKey(t *testing.T) {
 				t.Errorf("error = %v, want it to contain %q", err, tt.want)
 			}
 		})
+	}
+}
+
+func TestWatchAndRuntimeDelivery(t *testing.T) {
+	cfg, err := Parse([]byte("watch: {pods: false, namesakes: false}\nruntimeDelivery: podTemplate"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := Watch{Pods: false, Secrets: true, Namesakes: false}
+	if cfg.Watch != want || cfg.RuntimeDelivery != RuntimePodTemplate {
+		t.Errorf("watch = %+v, runtimeDelivery = %q; want %+v and podTemplate", cfg.Watch, cfg.RuntimeDelivery, want)
 	}
 }
 

@@ -93,6 +93,7 @@ func (h *Handler) childrenInput(a *assessment) children.Input {
 		GatewayURL:             h.Config.GatewayURL,
 		RuntimeScript:          h.Script.Source,
 		RuntimeHash:            h.Script.Hash,
+		RuntimeInTemplate:      h.Config.RuntimeDelivery == config.RuntimePodTemplate,
 		ScalingActive:          a.scalingActive,
 		Standby:                a.standby,
 	}
