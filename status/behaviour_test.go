@@ -244,8 +244,8 @@ func TestScalingReadyFromKEDA(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			in := keda(runningTwo(t), 2)
 			in.ScaledObject = tc.so
-			if tc.noHPA {
-				in.HPA = nil
+			if tc.noHPA && in.ScaledObject != nil {
+				in.ScaledObject.Status.HpaName = ""
 			}
 			st := Compute(in).Status
 			checkCond(t, st.Conditions, tc.want)
@@ -288,7 +288,7 @@ func TestScalingReadyOnlyWithScaling(t *testing.T) {
 	in := keda(runningTwo(t), 2)
 	in = withStatus(t, in, Compute(in).Status)
 	in.Actor.Spec.Scaling.Enabled, in.ScalingActive = false, false
-	in.ScaledObject, in.HPA = nil, nil
+	in.ScaledObject = nil
 	st := Compute(in).Status
 	if meta.FindStatusCondition(st.Conditions, ConditionScalingReady) != nil {
 		t.Errorf("ScalingReady kept after scaling was turned off: %+v", st.Conditions)

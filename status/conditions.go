@@ -18,6 +18,14 @@ type condition struct {
 	message string
 }
 
+// noting appends note to the message when on.
+func (c condition) noting(on bool, note string) condition {
+	if on {
+		c.message += "; " + note
+	}
+	return c
+}
+
 // ownConditions copies the previous conditions this package manages, so
 // that their lastTransitionTime survives while their status does not
 // change. Anything else is dropped: the hook's status replaces the whole
@@ -34,8 +42,12 @@ func ownConditions(prev []metav1.Condition) []metav1.Condition {
 }
 
 func (o *observation) setConditions(st *v1alpha1.AsyncActorStatus) {
-	o.set(&st.Conditions, ConditionTransportReady, o.transportCondition())
-	o.set(&st.Conditions, ConditionWorkloadReady, o.workloadCondition())
+	u := o.in.Unwatched
+	o.set(&st.Conditions, ConditionTransportReady, o.transportCondition().
+		noting(u.Secrets, "referenced Secrets not checked (watch.secrets: false)").
+		noting(u.Namesakes, "actors of this name in other namespaces not checked (watch.namesakes: false)"))
+	o.set(&st.Conditions, ConditionWorkloadReady, o.workloadCondition().
+		noting(u.Pods, "pod health not watched (watch.pods: false)"))
 	if o.actor.Spec.Scaling.Enabled {
 		o.set(&st.Conditions, ConditionScalingReady, o.scaling.condition)
 	} else {

@@ -10,7 +10,6 @@ import (
 	"time"
 
 	kedav1alpha1 "github.com/kedacore/keda/v2/apis/keda/v1alpha1"
-	autoscalingv2 "k8s.io/api/autoscaling/v2"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -121,18 +120,15 @@ func scaledObject(conds ...kedav1alpha1.Condition) *kedav1alpha1.ScaledObject {
 	return so
 }
 
-func hpa(desired int32) *autoscalingv2.HorizontalPodAutoscaler {
-	h := &autoscalingv2.HorizontalPodAutoscaler{ObjectMeta: metav1.ObjectMeta{Name: "keda-hpa-echo", Namespace: "default"}}
-	h.Status.DesiredReplicas = desired
-	return h
-}
-
-// keda is a scaled input whose ScaledObject KEDA accepted, with its HPA
-// wanting desired replicas and the workload at those replicas.
+// keda is a scaled input whose ScaledObject KEDA accepted and whose HPA it
+// reports, the HPA wanting desired replicas: it writes them into the
+// workload's spec.replicas.
 func keda(in Input, desired int32) Input {
 	in = scaled(in)
 	in.ScaledObject = scaledObject(kedaReady()...)
-	in.HPA = hpa(desired)
+	if in.Workload != nil {
+		in.Workload.DesiredReplicas = ptr(desired)
+	}
 	return in
 }
 

@@ -71,10 +71,10 @@ func (o *observation) lastScale(ready int32) (*metav1.Time, string) {
 	return copyPtr(&o.stamp), DirectionDown
 }
 
-// desiredReplicas is the HPA's wish when KEDA scales, else the spec's.
-// An HPA reports 0 only while it is not acting: KEDA itself moves the
-// workload between zero and its first replicas by writing the workload's
-// replicas, so then the workload's spec.replicas is what is wanted.
+// desiredReplicas is the spec's, or when KEDA scales, the workload's
+// spec.replicas once KEDA reports its HPA: the HPA writes its wish there
+// (and KEDA itself, between zero and the first replicas), so the workload,
+// a child, says what the HPA wants without Metacontroller watching HPAs.
 func (o *observation) desiredReplicas() *int32 {
 	if o.in.Standby {
 		return ptr(int32(0))
@@ -82,11 +82,8 @@ func (o *observation) desiredReplicas() *int32 {
 	if !o.in.ScalingActive {
 		return copyPtr(o.actor.Spec.Workload.Replicas)
 	}
-	if o.in.HPA == nil {
+	if o.hpaName() == "" {
 		return nil
-	}
-	if d := o.in.HPA.Status.DesiredReplicas; d > 0 {
-		return ptr(d)
 	}
 	if w := o.in.Workload; w != nil && w.DesiredReplicas != nil {
 		return ptr(*w.DesiredReplicas)

@@ -20,7 +20,7 @@ type scalingState struct {
 }
 
 // scalingState reads KEDA's own verdict on the ScaledObject (its Ready and
-// Fallback conditions) and whether its HPA exists. While KEDA has not
+// Fallback conditions) and whether it reports its HPA. While KEDA has not
 // answered yet the actor is waiting, not failing, for KEDAGracePeriod.
 func (o *observation) scalingState() scalingState {
 	switch {
@@ -83,13 +83,22 @@ func (o *observation) kedaVerdict() (condition, bool) {
 		return condition{metav1.ConditionFalse, "FallbackActive",
 			fmt.Sprintf("KEDA: ScaledObject %s uses its fallback replicas: %s", so.Name, fb.Message)}, true
 	}
-	if o.in.HPA == nil {
+	if o.hpaName() == "" {
 		return condition{metav1.ConditionUnknown, "WaitingForHPA", fmt.Sprintf(
 			"KEDA has not created HorizontalPodAutoscaler %s yet", v1alpha1.HPAName(o.actor.Name))}, false
 	}
 	return condition{metav1.ConditionTrue, "ScaledObjectReady", fmt.Sprintf(
 		"ScaledObject %s is ready; KEDA scales %s %s through HorizontalPodAutoscaler %s",
-		so.Name, o.workloadKind(), o.workloadName(), o.in.HPA.Name)}, false
+		so.Name, o.workloadKind(), o.workloadName(), o.hpaName())}, false
+}
+
+// hpaName is the HPA KEDA reports on the ScaledObject (status.hpaName,
+// set once KEDA has created it), or "".
+func (o *observation) hpaName() string {
+	if o.in.ScaledObject == nil {
+		return ""
+	}
+	return o.in.ScaledObject.Status.HpaName
 }
 
 // waitForKEDA keeps ScalingReady False while KEDA catches up, polling, and

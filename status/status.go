@@ -10,7 +10,6 @@ import (
 	"time"
 
 	kedav1alpha1 "github.com/kedacore/keda/v2/apis/keda/v1alpha1"
-	autoscalingv2 "k8s.io/api/autoscaling/v2"
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/asya-sh/asya-sync/api/v1alpha1"
@@ -97,8 +96,6 @@ type Input struct {
 	ScalingActive bool
 	// ScaledObject is the observed child; nil if none.
 	ScaledObject *kedav1alpha1.ScaledObject
-	// HPA is KEDA's keda-hpa-<name>; nil if none.
-	HPA *autoscalingv2.HorizontalPodAutoscaler
 	// Pods are the actor's pods, in any order.
 	Pods []corev1.Pod
 	// MissingSecrets are referenced Secrets that were looked for and not
@@ -109,8 +106,22 @@ type Input struct {
 	SpecProblems []string
 	// Queue is the outcome of this hook call's queue operation.
 	Queue QueueState
+	// Unwatched is what Metacontroller was not asked to watch (the
+	// service's watch configuration): the conditions say so, so that a
+	// reader can tell "not told" from "fine".
+	Unwatched Unwatched
 	// Now is the clock.
 	Now time.Time
+}
+
+// Unwatched: related objects the hook does without.
+type Unwatched struct {
+	// Pods: no pod-level health; the workload's counts only.
+	Pods bool
+	// Secrets: the transport references Secrets that are not looked for.
+	Secrets bool
+	// Namesakes: actors of the same name in other namespaces are not seen.
+	Namesakes bool
 }
 
 // Workload is what the status needs of a Deployment or StatefulSet.

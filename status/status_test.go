@@ -451,6 +451,7 @@ var statusCases = []statusCase{
 		in: func(t *testing.T) Input {
 			in := scaled(runningTwo(t))
 			in.ScaledObject = scaledObject()
+			in.ScaledObject.Status.HpaName = "" // not created yet
 			return in
 		},
 		status: Running,
@@ -462,7 +463,7 @@ var statusCases = []statusCase{
 		name: "waiting for KEDA's HPA",
 		in: func(t *testing.T) Input {
 			in := keda(runningTwo(t), 2)
-			in.HPA = nil
+			in.ScaledObject.Status.HpaName = ""
 			return in
 		},
 		status: Running,

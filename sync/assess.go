@@ -41,11 +41,13 @@ type assessment struct {
 	template   corev1.PodTemplateSpec
 	queue      status.QueueState
 	retryAfter time.Duration
+	// unwatched: what Metacontroller does not send, by configuration.
+	unwatched status.Unwatched
 }
 
 // assess validates the actor and decides who owns its queue.
 func (h *Handler) assess(req *hook.SyncRequest) *assessment {
-	a := &assessment{req: req, actor: req.Actor}
+	a := &assessment{req: req, actor: req.Actor, unwatched: h.unwatched(req.Actor.Spec.Transport)}
 	if req.SpecError != nil {
 		a.problems = append(a.problems, req.SpecError.Error())
 	}

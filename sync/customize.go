@@ -6,13 +6,21 @@ import (
 	"github.com/asya-sh/asya-sync/api/hook"
 	"github.com/asya-sh/asya-sync/api/v1alpha1"
 	"github.com/asya-sh/asya-sync/children"
+	"github.com/asya-sh/asya-sync/status"
 )
 
-// Customize names the related objects every sync of the actor needs: its
-// pods, KEDA's HPA, the Secrets its transport references, so that a
-// missing Secret shows in status before any pod fails on it, the actors
-// of the same name in every namespace, which claim the same queue, and the
-// actor's Namespace, whose Pod Security level the pods must pass.
+// Customize names the related objects a sync of the actor reads, as far
+// as the service's watch configuration allows: its pods, the Secrets its
+// transport references (so that a missing one shows in status before any
+// pod fails on it), the actors of the same name in every namespace, which
+// claim the same queue, and the actor's Namespace, whose Pod Security
+// level the pods must pass.
+//
+// Every rule costs Metacontroller a watch of that resource in the whole
+// cluster and, on each event of it anywhere, a pass over every actor
+// (docs/performance.md#what-metacontroller-pays): KEDA's HPA is therefore
+// not asked for, the ScaledObject (a child) names it and the workload
+// (a child) carries the replicas it wants.
 // The rule for actors names no namespace: Metacontroller then lists every
 // namespace, and with hook version v2 keys the objects namespace/name so
 // that actors of one name do not overwrite each other. Namespaces are
@@ -20,18 +28,31 @@ import (
 func (h *Handler) Customize(req *hook.CustomizeRequest) *hook.CustomizeResponse {
 	actor := req.Actor
 	ns, name := actor.Namespace, actor.Name
-	rules := []hook.RelatedResourceRule{
-		{APIVersion: "v1", Resource: "pods", Namespace: ns,
-			LabelSelector: &hook.LabelSelector{MatchLabels: map[string]string{children.LabelActor: name}}},
-		{APIVersion: "autoscaling/v2", Resource: "horizontalpodautoscalers", Namespace: ns,
-			Names: []string{v1alpha1.HPAName(name)}},
-		{APIVersion: v1alpha1.GroupVersion.String(), Resource: v1alpha1.Resource, Names: []string{name}},
+	watch := h.Config.Watch
+	var rules []hook.RelatedResourceRule
+	if watch.Pods {
+		rules = append(rules, hook.RelatedResourceRule{APIVersion: "v1", Resource: "pods", Namespace: ns,
+			LabelSelector: &hook.LabelSelector{MatchLabels: map[string]string{children.LabelActor: name}}})
 	}
-	if names := h.secretNames(actor.Spec.Transport); len(names) > 0 {
+	if watch.Namesakes {
+		rules = append(rules, hook.RelatedResourceRule{APIVersion: v1alpha1.GroupVersion.String(), Resource: v1alpha1.Resource, Names: []string{name}})
+	}
+	if names := h.secretNames(actor.Spec.Transport); watch.Secrets && len(names) > 0 {
 		rules = append(rules, hook.RelatedResourceRule{APIVersion: "v1", Resource: "secrets", Namespace: ns, Names: names})
 	}
 	rules = append(rules, hook.RelatedResourceRule{APIVersion: "v1", Resource: "namespaces", Names: []string{ns}})
 	return &hook.CustomizeResponse{RelatedResources: rules}
+}
+
+// unwatched is what the status must say it is not told, for the actor's
+// transport.
+func (h *Handler) unwatched(transportName string) status.Unwatched {
+	watch := h.Config.Watch
+	return status.Unwatched{
+		Pods:      !watch.Pods,
+		Secrets:   !watch.Secrets && len(h.secretNames(transportName)) > 0,
+		Namesakes: !watch.Namesakes,
+	}
 }
 
 func (h *Handler) secretNames(transportName string) []string {

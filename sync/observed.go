@@ -5,7 +5,6 @@ import (
 	"slices"
 	"time"
 
-	autoscalingv2 "k8s.io/api/autoscaling/v2"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
@@ -26,11 +25,11 @@ func (a *assessment) statusInput(now time.Time) status.Input {
 		Standby:        a.standby,
 		ScalingActive:  a.scalingActive,
 		ScaledObject:   a.scaledObject(),
-		HPA:            a.hpa(),
 		Pods:           a.pods(),
 		MissingSecrets: a.missingSecrets(),
 		SpecProblems:   a.problems,
 		Queue:          a.queue,
+		Unwatched:      a.unwatched,
 		Now:            now,
 	}
 }
@@ -51,14 +50,6 @@ func (a *assessment) observedWorkload() *status.Workload {
 func (a *assessment) scaledObject() *kedav1alpha1.ScaledObject {
 	if so := hook.Get(a.req.Children.ScaledObjects, a.actor.Name); so != nil {
 		return so.Typed()
-	}
-	return nil
-}
-
-// hpa is KEDA's HorizontalPodAutoscaler for the actor.
-func (a *assessment) hpa() *autoscalingv2.HorizontalPodAutoscaler {
-	if h := hook.Get(a.req.Related.HPAs, v1alpha1.HPAName(a.actor.Name)); h != nil {
-		return h.Typed()
 	}
 	return nil
 }

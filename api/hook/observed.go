@@ -7,7 +7,6 @@ import (
 
 	kedav1alpha1 "github.com/kedacore/keda/v2/apis/keda/v1alpha1"
 	appsv1 "k8s.io/api/apps/v1"
-	autoscalingv2 "k8s.io/api/autoscaling/v2"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -48,7 +47,6 @@ type ObservedChildren struct {
 // ObservedRelated are the related groups the hook reads.
 type ObservedRelated struct {
 	Pods       Group[Pod]       `json:"Pod.v1"`
-	HPAs       Group[HPA]       `json:"HorizontalPodAutoscaler.autoscaling/v2"`
 	Secrets    Group[Object]    `json:"Secret.v1"`
 	Namespaces Group[Namespace] `json:"Namespace.v1"`
 	// AsyncActors are the actors of the parent's name in every namespace:
@@ -142,13 +140,15 @@ type ScaledObject struct {
 	Object
 	Status struct {
 		Conditions kedav1alpha1.Conditions `json:"conditions"`
+		// HpaName is set by KEDA once it has created the HPA.
+		HpaName string `json:"hpaName"`
 	} `json:"status"`
 }
 
 // Typed returns the fields read as a KEDA ScaledObject.
 func (s *ScaledObject) Typed() *kedav1alpha1.ScaledObject {
 	return &kedav1alpha1.ScaledObject{ObjectMeta: s.Metadata.objectMeta(),
-		Status: kedav1alpha1.ScaledObjectStatus{Conditions: s.Status.Conditions}}
+		Status: kedav1alpha1.ScaledObjectStatus{Conditions: s.Status.Conditions, HpaName: s.Status.HpaName}}
 }
 
 // Pod is what the status reads of a pod: its phase, conditions and
@@ -161,20 +161,6 @@ type Pod struct {
 // Typed returns the fields read as a corev1.Pod.
 func (p *Pod) Typed() corev1.Pod {
 	return corev1.Pod{ObjectMeta: p.Metadata.objectMeta(), Status: p.Status}
-}
-
-// HPA is what the status reads of KEDA's HorizontalPodAutoscaler.
-type HPA struct {
-	Object
-	Status struct {
-		DesiredReplicas int32 `json:"desiredReplicas"`
-	} `json:"status"`
-}
-
-// Typed returns the fields read as an autoscalingv2.HorizontalPodAutoscaler.
-func (h *HPA) Typed() *autoscalingv2.HorizontalPodAutoscaler {
-	return &autoscalingv2.HorizontalPodAutoscaler{ObjectMeta: h.Metadata.objectMeta(),
-		Status: autoscalingv2.HorizontalPodAutoscalerStatus{DesiredReplicas: h.Status.DesiredReplicas}}
 }
 
 // Namespace is what the Pod Security check reads: the namespace's labels.

@@ -114,7 +114,6 @@ func TestCustomize(t *testing.T) {
 	}
 	got, _ := json.Marshal(body["relatedResources"])
 	want := `[{"apiVersion":"v1","labelSelector":{"matchLabels":{"asya.sh/asya":"echo"}},"namespace":"ml","resource":"pods"},` +
-		`{"apiVersion":"autoscaling/v2","names":["keda-hpa-echo"],"namespace":"ml","resource":"horizontalpodautoscalers"},` +
 		// No namespace: the actors of this name in every namespace.
 		`{"apiVersion":"asya.sh/v1alpha1","names":["echo"],"resource":"asyncactors"},` +
 		`{"apiVersion":"v1","names":["mq-secret"],"namespace":"ml","resource":"secrets"},` +
