@@ -10,9 +10,14 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/asya-sh/asya-sync/internal/budget"
 )
 
 // helm runs the built helm against the test API server, with its caches in
@@ -337,5 +342,40 @@ func TestHelmTemplateMonitoring(t *testing.T) {
 	}
 	if js := mustJSON(objs["Deployment/asya-sync"]); !strings.Contains(js, `"--hook-timeout","25s"`) {
 		t.Errorf("the service is not given the webhook timeout: %s", js)
+	}
+}
+
+// TestHelmTemplateBudget renders the chart with each configuration of the
+// budget in docs/performance.md: the CompositeController declares exactly
+// the budgeted child resources, the API server admits it, and the service
+// accepts the configuration the chart renders.
+func TestHelmTemplateBudget(t *testing.T) {
+	ctx := ctxFor(t, time.Minute)
+	rows, err := budget.Read(filepath.Join(env.root, "docs", "performance.md"))
+	if err != nil || len(rows) == 0 {
+		t.Fatalf("budget: %v (%d rows)", err, len(rows))
+	}
+	for i, row := range rows {
+		t.Run(row.Config, func(t *testing.T) {
+			// Not under t.TempDir(): the test's name has commas, which helm's -f splits on.
+			values := filepath.Join(env.work, fmt.Sprintf("budget-%d.yaml", i))
+			if err := os.WriteFile(values, []byte("config: "+row.Config+"\n"), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			objs := renderChart(t, "asya-system", "-f", values)
+			cc := objs["CompositeController/asya-sync"]
+			if err := dryRunApply(ctx, cc); err != nil {
+				t.Fatal(err)
+			}
+			var resources []string
+			for _, c := range field(cc, "spec", "childResources").([]any) {
+				resources = append(resources, str(c.(obj), "resource"))
+			}
+			slices.Sort(resources)
+			if diff := cmp.Diff(row.Children, resources); diff != "" {
+				t.Errorf("the chart's CompositeController declares other child resources than the budget (-budget +chart):\n%s", diff)
+			}
+			serviceAccepts(t, objs["ConfigMap/asya-sync"])
+		})
 	}
 }
