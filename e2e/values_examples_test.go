@@ -7,9 +7,12 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/google/go-cmp/cmp"
 
 	"github.com/asya-sh/asya-sync/internal/testenv"
 )
@@ -21,40 +24,49 @@ import (
 // with the children that setup needs, and deleting it completes and takes
 // its queue.
 func TestExampleValues(t *testing.T) {
+	rabbitSet := []string{
+		"config.transports.rabbitmq.config.host=127.0.0.1",
+		"config.transports.rabbitmq.config.username=guest",
+		"config.transports.rabbitmq.config.managementURL=http://127.0.0.1:15672",
+	}
 	for _, tc := range []struct {
-		file, transport string
-		up              bool
-		set             []string // where this environment's brokers are
-		serviceEnv      []string // the service's own credentials (IRSA in a cluster)
-		children        []string // kinds beyond Deployment, ConfigMap, ScaledObject
+		release    string
+		files      []string
+		transport  string
+		up         bool
+		set        []string // where this environment's brokers are
+		serviceEnv []string // the service's own credentials (IRSA in a cluster)
+		children   []string // the kinds of the actor's children
 	}{
 		{
-			file: "values-rabbitmq.yaml", transport: "rabbitmq", up: env.rabbit,
-			set: []string{
-				"config.transports.rabbitmq.config.host=127.0.0.1",
-				"config.transports.rabbitmq.config.username=guest",
-				"config.transports.rabbitmq.config.managementURL=http://127.0.0.1:15672",
-			},
-			children: []string{"TriggerAuthentication"},
+			release: "ex-rabbitmq", files: []string{"values-rabbitmq.yaml"}, transport: "rabbitmq", up: env.rabbit,
+			set:      rabbitSet,
+			children: []string{"ConfigMap", "Deployment", "ScaledObject", "TriggerAuthentication"},
 		},
 		{
-			file: "values-sqs-irsa.yaml", transport: "sqs", up: env.sqs,
+			// Layered over a transport's values: no ConfigMap child.
+			release: "ex-large-fleet", files: []string{"values-rabbitmq.yaml", "values-large-fleet.yaml"}, transport: "rabbitmq", up: env.rabbit,
+			set:      rabbitSet,
+			children: []string{"Deployment", "ScaledObject", "TriggerAuthentication"},
+		},
+		{
+			release: "ex-sqs", files: []string{"values-sqs-irsa.yaml"}, transport: "sqs", up: env.sqs,
 			set: []string{
 				"config.transports.sqs.config.region=us-east-1",
 				"config.transports.sqs.config.accountId=000000000000",
 				"config.transports.sqs.config.endpoint=" + env.sqsURL,
 			},
 			serviceEnv: []string{"AWS_ACCESS_KEY_ID=e2e", "AWS_SECRET_ACCESS_KEY=e2e", "AWS_REGION=us-east-1", "AWS_EC2_METADATA_DISABLED=true"},
-			children:   []string{"ServiceAccount"},
+			children:   []string{"ConfigMap", "Deployment", "ScaledObject", "ServiceAccount", "TriggerAuthentication"},
 		},
 	} {
-		t.Run(tc.file, func(t *testing.T) {
+		t.Run(strings.Join(tc.files, "+"), func(t *testing.T) {
 			if !tc.up {
 				testenv.Missing(t, tc.transport+" broker", fmt.Errorf("not listening"))
 			}
 			ctx := ctxFor(t, 3*time.Minute)
 			k := env.cluster.client
-			release, ns := "ex-"+tc.transport, "e2e-values-"+tc.transport
+			release, ns := tc.release, "e2e-values-"+tc.release
 			ensureNamespace(t, ctx, ns, false)
 
 			// The Secrets the header asks for, in this namespace, with the
@@ -75,8 +87,10 @@ func TestExampleValues(t *testing.T) {
 
 			// Another CompositeController name: manifests/ already installed
 			// the one called asya-sync.
-			args := []string{"install", release, "./chart", "-n", ns, "-f", "examples/" + tc.file,
-				"--set", "compositeController.name=asya-sync-" + release}
+			args := []string{"install", release, "./chart", "-n", ns, "--set", "compositeController.name=asya-sync-" + release}
+			for _, f := range tc.files {
+				args = append(args, "-f", "examples/"+f)
+			}
 			for _, s := range tc.set {
 				args = append(args, "--set-string", s)
 			}
@@ -127,7 +141,7 @@ func TestExampleValues(t *testing.T) {
 			}
 
 			a := loadActor(t, filepath.Join(env.root, "examples", "hello-actor.yaml"), ns)
-			name := "values-" + tc.transport + "-" + env.runID
+			name := "values-" + tc.release + "-" + env.runID
 			mapAt(a, "metadata")["name"] = name
 			mapAt(a, "spec")["transport"] = tc.transport
 			if _, err := k.create(ctx, a, false); err != nil {
@@ -151,10 +165,9 @@ func TestExampleValues(t *testing.T) {
 					kinds = append(kinds, str(c.(obj), "kind"))
 				}
 			}
-			for _, want := range append([]string{"ConfigMap", "Deployment", "ScaledObject"}, tc.children...) {
-				if !strings.Contains(" "+strings.Join(kinds, " ")+" ", " "+want+" ") {
-					t.Errorf("no %s among the children %v", want, kinds)
-				}
+			slices.Sort(kinds)
+			if diff := cmp.Diff(tc.children, kinds); diff != "" {
+				t.Errorf("children's kinds (-want +got):\n%s", diff)
 			}
 
 			if err := k.delete(ctx, actorGVR(), ns, name); err != nil {
