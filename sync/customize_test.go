@@ -1,0 +1,44 @@
+package sync
+
+import (
+	"slices"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/asya-sh/asya-sync/api/hook"
+	"github.com/asya-sh/asya-sync/config"
+)
+
+// TestCustomizeFollowsWatch: each watch switch removes its rule and only
+// that one; the Namespace is always asked for.
+func TestCustomizeFollowsWatch(t *testing.T) {
+	all := []string{"pods", "asyncactors", "secrets", "namespaces"}
+	for _, tc := range []struct {
+		name  string
+		watch config.Watch
+		want  []string
+	}{
+		{"everything", config.WatchAll, all},
+		{"no pods", config.Watch{Secrets: true, Namesakes: true}, []string{"asyncactors", "secrets", "namespaces"}},
+		{"no Secrets", config.Watch{Pods: true, Namesakes: true}, []string{"pods", "asyncactors", "namespaces"}},
+		{"no namesakes", config.Watch{Pods: true, Secrets: true}, []string{"pods", "secrets", "namespaces"}},
+		{"nothing", config.Watch{}, []string{"namespaces"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := budgetHandler(t, "{}")
+			h.Config.Watch = tc.watch
+			var got []string
+			for _, r := range h.Customize(&hook.CustomizeRequest{Actor: budgetActor(t, budgetActors[0])}).RelatedResources {
+				got = append(got, r.Resource)
+			}
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("rules (-want +got):\n%s", diff)
+			}
+			u := h.unwatched("rabbitmq")
+			if u.Pods != !slices.Contains(got, "pods") || u.Secrets != !slices.Contains(got, "secrets") || u.Namesakes != !slices.Contains(got, "asyncactors") {
+				t.Errorf("the status is told %+v is unwatched, but customize asks for %v", u, got)
+			}
+		})
+	}
+}
