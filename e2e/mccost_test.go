@@ -26,6 +26,7 @@ import (
 // names a binary built by hand:
 //
 //	ASYA_METACONTROLLER_BIN=/path/to/metacontroller \
+//	ASYA_METACONTROLLER_CRDS=/path/to/metacontroller/manifests/production/metacontroller-crds-v1.yaml \
 //	ASYA_MC_ACTORS=200,1000,2000 ASYA_MC_VARIANTS=no-op,default,lean \
 //	  E2E_TEST_FLAGS=-v .ci/e2e.sh test -run MetacontrollerCost -timeout 120m
 //
@@ -40,6 +41,18 @@ func TestMetacontrollerCost(t *testing.T) {
 	}
 	if !env.rabbit {
 		t.Skip("RabbitMQ not listening on 127.0.0.1:5672")
+	}
+	// The tier installs only the CompositeController CRD; Metacontroller
+	// also waits for its DecoratorController and ControllerRevision
+	// resources, and exits when they never sync.
+	crds, err := readYAMLDocs(os.Getenv("ASYA_METACONTROLLER_CRDS"))
+	if err != nil {
+		t.Fatalf("ASYA_METACONTROLLER_CRDS: Metacontroller's CRDs (manifests/production/metacontroller-crds-v1.yaml of its repository): %v", err)
+	}
+	for _, crd := range crds {
+		if _, err := env.cluster.client.apply(context.Background(), crd, "e2e"); err != nil {
+			t.Fatalf("CRD %s: %v", str(crd, "metadata", "name"), err)
+		}
 	}
 	if env.keda != nil {
 		env.keda.pause(t) // KEDA would act on the actors; the measurement is Metacontroller's
