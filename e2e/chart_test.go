@@ -291,11 +291,7 @@ func TestHelmTemplateWithoutKEDA(t *testing.T) {
 	if err := dryRunApply(ctx, cc); err != nil {
 		t.Fatal(err)
 	}
-	var resources []string
-	for _, c := range field(cc, "spec", "childResources").([]any) {
-		resources = append(resources, str(c.(obj), "resource"))
-	}
-	if got := strings.Join(resources, " "); got != "deployments statefulsets configmaps serviceaccounts" {
+	if got := strings.Join(childResources(cc), " "); got != "deployments statefulsets configmaps serviceaccounts" {
 		t.Errorf("child resources without KEDA: %s", got)
 	}
 }
@@ -367,10 +363,7 @@ func TestHelmTemplateBudget(t *testing.T) {
 			if err := dryRunApply(ctx, cc); err != nil {
 				t.Fatal(err)
 			}
-			var resources []string
-			for _, c := range field(cc, "spec", "childResources").([]any) {
-				resources = append(resources, str(c.(obj), "resource"))
-			}
+			resources := childResources(cc)
 			slices.Sort(resources)
 			if diff := cmp.Diff(row.Children, resources); diff != "" {
 				t.Errorf("the chart's CompositeController declares other child resources than the budget (-budget +chart):\n%s", diff)
@@ -378,4 +371,14 @@ func TestHelmTemplateBudget(t *testing.T) {
 			serviceAccepts(t, objs["ConfigMap/asya-sync"])
 		})
 	}
+}
+
+// childResources are the resources a CompositeController declares as
+// children, in its order.
+func childResources(cc obj) []string {
+	var out []string
+	for _, c := range field(cc, "spec", "childResources").([]any) {
+		out = append(out, str(c.(obj), "resource"))
+	}
+	return out
 }

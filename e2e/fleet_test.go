@@ -358,6 +358,11 @@ func parallel(names []string, f func(string) error) error {
 }
 
 func waitUntil(ctx context.Context, timeout time.Duration, cond func() bool) error {
+	return waitUntilEvery(ctx, timeout, 20*time.Millisecond, cond)
+}
+
+// waitUntilEvery checks cond every period until it holds.
+func waitUntilEvery(ctx context.Context, timeout, every time.Duration, cond func() bool) error {
 	deadline := time.Now().Add(timeout)
 	for !cond() {
 		if time.Now().After(deadline) {
@@ -366,7 +371,7 @@ func waitUntil(ctx context.Context, timeout time.Duration, cond func() bool) err
 		select {
 		case <-ctx.Done():
 			return ctx.Err()
-		case <-time.After(20 * time.Millisecond):
+		case <-time.After(every):
 		}
 	}
 	return nil

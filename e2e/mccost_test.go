@@ -202,7 +202,7 @@ func (v mcVariant) run(t *testing.T, ctx context.Context, bin string, n int) (st
 	id := fmt.Sprintf("%s-%d-%s", strings.ReplaceAll(v.name, "-", ""), n, env.runID)
 	hookURL := ""
 	if v.hook != nil {
-		hookURL = mcStartService(t, "cost-"+id, v.hook.bin, mcConfig+v.hook.extra)
+		hookURL = startExtraService(t, "cost-"+id, v.hook.bin, mcConfig+v.hook.extra, nil)
 	}
 	k := env.cluster.client
 	ccName := "cost-" + id
@@ -374,29 +374,6 @@ func (m *mcProcess) idle(ctx context.Context, window time.Duration) error {
 	}
 }
 
-// mcStartService runs asya-sync serve over plain HTTP on loopback.
-func mcStartService(t *testing.T, name, bin, cfg string) string {
-	t.Helper()
-	path := filepath.Join(t.TempDir(), "config.yaml")
-	if err := os.WriteFile(path, []byte(cfg), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	ports, err := freePorts(1)
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := fmt.Sprintf("127.0.0.1:%d", ports[0])
-	p, err := startProcess(name, env.work, []string{"ASYA_SYNC_CONFIG="}, bin, "serve", "--config", path, "--listen", addr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { p.stop(10 * time.Second) })
-	if err := waitFor(name+" /readyz", 30*time.Second, p, httpOK("http://"+addr+"/readyz")); err != nil {
-		t.Fatal(err)
-	}
-	return "http://" + addr
-}
-
 // mcSettled waits until all n actors of ns have a status for their
 // generation and returns when the last one got it.
 func mcSettled(ctx context.Context, ns string, n int) (time.Time, error) {
@@ -432,21 +409,6 @@ func mcGone(ctx context.Context, ns string) (time.Time, error) {
 		return true
 	})
 	return last, err
-}
-
-func waitUntilEvery(ctx context.Context, timeout, every time.Duration, cond func() bool) error {
-	deadline := time.Now().Add(timeout)
-	for !cond() {
-		if time.Now().After(deadline) {
-			return fmt.Errorf("not reached in %s", timeout)
-		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(every):
-		}
-	}
-	return nil
 }
 
 // mcPodEvents creates p pods in ns, relabels each twice and deletes them,

@@ -126,7 +126,7 @@ func TestExampleValues(t *testing.T) {
 				}
 				cfg = strings.ReplaceAll(cfg, "/etc/asya-sync/rabbitmq/password", pw)
 			}
-			hookURL := startExtraService(t, release, cfg, tc.serviceEnv)
+			hookURL := startExtraService(t, release, env.syncBin, cfg, tc.serviceEnv)
 
 			ccGVR, _ := k.byKind(ctx, "metacontroller.k8s.io/v1alpha1", "CompositeController")
 			cc, err := k.get(ctx, ccGVR, "", "asya-sync-"+release)
@@ -200,9 +200,9 @@ func TestExampleValues(t *testing.T) {
 	}
 }
 
-// startExtraService runs another asya-sync on cfg until the test ends and
-// returns its base URL.
-func startExtraService(t *testing.T, name, cfg string, extraEnv []string) string {
+// startExtraService runs another asya-sync (the build bin) on cfg over
+// plain HTTP on loopback until the test ends and returns its base URL.
+func startExtraService(t *testing.T, name, bin, cfg string, extraEnv []string) string {
 	t.Helper()
 	dir := t.TempDir()
 	path := filepath.Join(dir, "config.yaml")
@@ -215,7 +215,7 @@ func startExtraService(t *testing.T, name, cfg string, extraEnv []string) string
 	}
 	addr := fmt.Sprintf("127.0.0.1:%d", ports[0])
 	p, err := startProcess("asya-sync-"+name, env.work, append([]string{"ASYA_SYNC_CONFIG="}, extraEnv...),
-		env.syncBin, "serve", "--config", path, "--listen", addr)
+		bin, "serve", "--config", path, "--listen", addr)
 	if err != nil {
 		t.Fatal(err)
 	}
