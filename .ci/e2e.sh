@@ -6,6 +6,7 @@
 #
 #   .ci/e2e.sh                 build the tools if needed, then run everything
 #   .ci/e2e.sh test [ARGS]     the same, passing ARGS to go test (e.g. -run Helm)
+#   .ci/e2e.sh node [ARGS]     only the node tier: actors' pods on a real kubelet
 #   .ci/e2e.sh tools           only build the tools into .cache/bin
 #   .ci/e2e.sh crd             regenerate manifests/crd (controller-gen)
 #   .ci/e2e.sh manifests       regenerate manifests/ and chart/crds/
@@ -19,11 +20,13 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$PWD
 BIN=${ASYA_E2E_BIN:-$ROOT/.cache/bin}
-TOOLS=(kube-apiserver kube-controller-manager etcd controller-gen helm kubectl)
+TOOLS=(kube-apiserver kube-controller-manager kube-scheduler kubelet etcd controller-gen helm kubectl)
 # KEDA: the version go.mod pins, unless ASYA_E2E_KEDA_VERSION names another
 # (docs/install.md: the oldest supported version is run that way).
 KEDA_VERSION=${ASYA_E2E_KEDA_VERSION:-$(go list -m -f '{{.Version}}' github.com/kedacore/keda/v2)}
 PROMETHEUS_OPERATOR_VERSION=v0.85.0
+# shellcheck source=node.sh
+source "$ROOT/.ci/node.sh"
 
 log() { printf '[e2e %s] %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
 
@@ -45,7 +48,7 @@ SCRATCH=$(mktemp -d)
 trap 'rm -rf "$SCRATCH"' EXIT
 
 # Bump when the way the tools are built changes.
-TOOLS_BUILD_REV=2
+TOOLS_BUILD_REV=3
 
 tools_stamp() {
   cat e2e/tools/go.mod e2e/tools/go.sum e2e/tools/tools.go | sha256sum | cut -c1-16
@@ -83,7 +86,8 @@ build_tools() {
     hv+=" -X helm.sh/helm/v3/pkg/lint/rules.k8sVersionMajor=1 -X helm.sh/helm/v3/pkg/lint/rules.k8sVersionMinor=$minor"
     hv+=" -X helm.sh/helm/v3/pkg/chartutil.k8sVersionMajor=1 -X helm.sh/helm/v3/pkg/chartutil.k8sVersionMinor=$minor"
     go build -trimpath -ldflags="-s $kv" -o "$BIN/" k8s.io/kubernetes/cmd/kube-apiserver \
-      k8s.io/kubernetes/cmd/kube-controller-manager k8s.io/kubernetes/cmd/kubectl
+      k8s.io/kubernetes/cmd/kube-controller-manager k8s.io/kubernetes/cmd/kubectl \
+      k8s.io/kubernetes/cmd/kube-scheduler k8s.io/kubernetes/cmd/kubelet
     go build -trimpath -ldflags="-s $hv" -o "$BIN/helm" helm.sh/helm/v3/cmd/helm
     go build -trimpath -ldflags=-s -o "$BIN/controller-gen" sigs.k8s.io/controller-tools/cmd/controller-gen
     # etcd's main package is the root of its server module.
@@ -263,8 +267,8 @@ prometheus_operator_crds() {
   PROMETHEUS_OPERATOR_CRDS=$MODULE_DIR/example/prometheus-operator-crd
 }
 
-run_e2e() {
-  local start=$SECONDS
+# e2e_env: what every run of the tests needs, built or found, exported.
+e2e_env() {
   require_tools
   check_generated
   check_image_build
@@ -279,6 +283,21 @@ run_e2e() {
   prometheus_operator_crds
   export ASYA_E2E_PROMETHEUS_OPERATOR_CRDS=$PROMETHEUS_OPERATOR_CRDS
   export ASYA_SYNC_BIN=$ROOT/.cache/e2e/asya-sync
+}
+
+# NODE_TESTS: the tests that run pods; they run once, in a tier of their own
+# with the node up (ASYA_E2E_NODE=1), under Metacontroller's default apply.
+NODE_TESTS='TestNode.*'
+
+run_node() {
+  node_tier
+  log "running the node tests: actors' pods on a real kubelet"
+  ASYA_E2E_NODE=1 go test -tags e2e -count=1 -timeout 30m ${E2E_TEST_FLAGS:--v} -run "^($NODE_TESTS)\$" ./e2e/ "$@"
+}
+
+run_e2e() {
+  local start=$SECONDS
+  e2e_env
   if [ $# -gt 0 ]; then
     log "running the e2e tests $* (apply strategy ${ASYA_E2E_APPLY_STRATEGY:-dynamic-apply})"
     go test -tags e2e -count=1 -timeout 15m ${E2E_TEST_FLAGS:--v} ./e2e/ "$@"
@@ -288,6 +307,7 @@ run_e2e() {
     log "running the core e2e tests again, children applied with server-side apply"
     ASYA_E2E_APPLY_STRATEGY=server-side-apply go test -tags e2e -count=1 -timeout 10m ${E2E_TEST_FLAGS:--v} \
       -run "^($CORE_TESTS)\$" ./e2e/
+    run_node
   fi
   log "e2e done in $((SECONDS - start))s"
 }
@@ -301,14 +321,15 @@ CORE_TESTS+='|TestKEDAScalesFromZero|TestScalingStatusFollowsKEDA|TestKEDAWebhoo
 
 main() {
   case "${1:-all}" in
-    tools) build_tools; build_keda ;;
+    tools) build_tools; build_keda; node_packages; build_containerd ;;
+    node) shift; e2e_env; run_node "$@" ;;
     crd) require_tools; mkdir -p manifests/crd; gen_crd manifests/crd ;;
     manifests) require_tools; write_generated ;;
     check) require_tools; check_generated ;;
     image) check_image_build ;;
     all) shift || true; run_e2e "$@" ;;
     test) shift; run_e2e "$@" ;;
-    *) echo "unknown command: $1 (tools, crd, manifests, check, image, test)" >&2; exit 2 ;;
+    *) echo "unknown command: $1 (tools, crd, manifests, check, image, test, node)" >&2; exit 2 ;;
   esac
 }
 

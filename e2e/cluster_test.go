@@ -377,17 +377,18 @@ current-context: e2e
 	return c, nil
 }
 
-// startGC runs kube-controller-manager with only its garbage collector,
-// which deletes an object once every owner in its ownerReferences is gone,
-// as in any cluster. It finds the resources to watch through discovery when
+// startGC runs kube-controller-manager with the controllers named (only its
+// garbage collector for the API-level tests, the workload controllers too
+// for the node tier). The garbage collector deletes an object once every
+// owner in its ownerReferences is gone, as in any cluster. It finds the resources to watch through discovery when
 // it starts and every 30 s after, so it is started once the CRDs are
 // served. It is ready once it has collected a ConfigMap whose owner was
 // deleted.
-func (c *cluster) startGC(ctx context.Context, bin string) error {
+func (c *cluster) startGC(ctx context.Context, bin, controllers string) error {
 	var err error
 	c.gc, err = startProcess("kube-controller-manager", c.dir, nil, filepath.Join(bin, "kube-controller-manager"),
 		"--kubeconfig="+c.kubeconfig,
-		"--controllers=garbagecollector",
+		"--controllers="+controllers,
 		// The test token for everything: no service accounts here.
 		"--use-service-account-credentials=false",
 		"--leader-elect=false",

@@ -53,6 +53,7 @@ type testEnv struct {
 	sqsURL     string
 	kedaCRD    string
 	keda       *keda // nil without ASYA_E2E_KEDA_BIN
+	node       *node // nil unless ASYA_E2E_NODE=1
 	promCRD    string
 	syncBin    string
 	// runID suffixes SQS actor names: SQS refuses to re-create a queue
@@ -95,7 +96,9 @@ func run(m *testing.M) int {
 	if !finalizeLeftovers() {
 		code = 1
 	}
-	e.teardown(code != 0)
+	if !e.teardown(code != 0) {
+		code = 1
+	}
 	fmt.Println("e2e timings:")
 	for _, t := range e.timings {
 		fmt.Println("  " + t)
@@ -167,7 +170,7 @@ func setup() (e *testEnv, skip bool, err error) {
 	if e.work, err = os.MkdirTemp("", "asya-e2e-"); err != nil {
 		return nil, false, err
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 6*time.Minute)
 	defer cancel()
 
 	// Build the service while the API server starts.
@@ -206,11 +209,15 @@ func setup() (e *testEnv, skip bool, err error) {
 	e.timed("install CRDs (asya, KEDA, Metacontroller)", t)
 
 	t = time.Now()
-	if err := e.cluster.startGC(ctx, e.bin); err != nil {
+	controllers := "garbagecollector"
+	if nodeWanted() {
+		controllers = nodeControllers
+	}
+	if err := e.cluster.startGC(ctx, e.bin, controllers); err != nil {
 		<-buildErr
 		return e, false, err
 	}
-	e.timed("start the garbage collector", t)
+	e.timed("start the controller manager ("+controllers+")", t)
 
 	if bin := os.Getenv("ASYA_E2E_KEDA_BIN"); bin != "" {
 		t = time.Now()
@@ -226,6 +233,13 @@ func setup() (e *testEnv, skip bool, err error) {
 
 	if err := <-buildErr; err != nil {
 		return e, false, err
+	}
+	if nodeWanted() {
+		t = time.Now()
+		if e.node, err = e.startNode(ctx); err != nil {
+			return e, true, err
+		}
+		e.timed("node start (total)", t)
 	}
 	t = time.Now()
 	if err := e.helmInstall(ctx); err != nil {
@@ -265,9 +279,16 @@ func moduleCRDDir(envVar, module, dir string) (string, error) {
 	return d, nil
 }
 
-func (e *testEnv) teardown(failed bool) {
+func (e *testEnv) teardown(failed bool) bool {
 	if e.service != nil {
 		e.service.stop(10 * time.Second)
+	}
+	clean := true
+	if e.node != nil {
+		if left := e.node.stop(); len(left) > 0 {
+			fmt.Fprintln(os.Stderr, "e2e: the node tier left behind:\n  "+strings.Join(left, "\n  "))
+			clean = false
+		}
 	}
 	if e.keda != nil {
 		e.keda.stop()
@@ -276,15 +297,16 @@ func (e *testEnv) teardown(failed bool) {
 		e.cluster.stop()
 	}
 	if e.work == "" {
-		return
+		return clean
 	}
-	if failed || os.Getenv("ASYA_E2E_KEEP") == "1" {
+	if failed || !clean || os.Getenv("ASYA_E2E_KEEP") == "1" {
 		// The logs are what helps; etcd's data is tens of megabytes.
 		os.RemoveAll(filepath.Join(e.work, "etcd"))
 		fmt.Fprintln(os.Stderr, "e2e: work directory kept (logs):", e.work)
-		return
+		return clean
 	}
 	os.RemoveAll(e.work)
+	return clean
 }
 
 // installCRDs applies our CRD, KEDA's, the Prometheus Operator's ServiceMonitor

@@ -1,7 +1,8 @@
 //go:build tools
 
 // Package tools pins the binaries the end-to-end tier runs: a real API
-// server and etcd, the controller manager (for its garbage collector), the
+// server and etcd, the controller manager (workload controllers and the
+// garbage collector), the scheduler and the kubelet of the node tier, the
 // CRD generator, Helm and kubectl. It lives in its own module so that their
 // dependencies never enter the service's module graph.
 package tools
@@ -11,6 +12,8 @@ import (
 	_ "helm.sh/helm/v3/cmd/helm"
 	_ "k8s.io/kubernetes/cmd/kube-apiserver"
 	_ "k8s.io/kubernetes/cmd/kube-controller-manager"
+	_ "k8s.io/kubernetes/cmd/kube-scheduler"
+	_ "k8s.io/kubernetes/cmd/kubelet"
 	_ "k8s.io/kubernetes/cmd/kubectl"
 	_ "sigs.k8s.io/controller-tools/cmd/controller-gen"
 )

@@ -1,0 +1,267 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+)
+
+// TestNodeDrain: a pod deleted in the middle of a slow message finishes it
+// within gracefulShutdown, routes its result once, and only then stops.
+func TestNodeDrain(t *testing.T) {
+	d := nodeDriver(t)
+	for _, b := range nodeBrokers {
+		t.Run(b.transport, func(t *testing.T) {
+			ctx := context.Background()
+			ns := nodeNamespace(t, ctx, "node-e2e-drain-"+b.transport, nil)
+			name := b.name("drain")
+			happy := newCollector(t, ctx, b, "happy-end")
+			runActor(t, ctx, d, nodeActor(ns, name, b.transport, "handlers.process"))
+			pods, err := waitPodsReady(ctx, ns, "asya.sh/asya="+name, 1, 2*time.Minute)
+			if err != nil {
+				t.Fatal(err)
+			}
+			slow := message(name, obj{"seconds": 8})
+			b.send(t, ctx, name, slow)
+			time.Sleep(2 * time.Second)
+			pod := str(pods[0], "metadata", "name")
+			start := time.Now()
+			if err := env.cluster.client.delete(ctx, podsGVR, ns, pod); err != nil {
+				t.Fatal(err)
+			}
+			got := happy.await(t, ctx, 25*time.Second, slow.ID)
+			env.timed("node: "+b.transport+" drain (delete → result)", start)
+			if by := got[slow.ID][0].Payload.(map[string]any)["pod"]; by != pod {
+				t.Errorf("the slow message was finished by %v, want the deleted pod %s", by, pod)
+			}
+			// A replacement pod would get the message again had it not been
+			// acknowledged.
+			if _, err := waitPodsReady(ctx, ns, "asya.sh/asya="+name, 1, 2*time.Minute); err != nil {
+				t.Fatal(err)
+			}
+			time.Sleep(3 * time.Second)
+			happy.await(t, ctx, 0, slow.ID)
+			if n := len(happy.got[slow.ID]); n != 1 {
+				t.Errorf("the slow message's result arrived %d times, want once", n)
+			}
+		})
+	}
+}
+
+// TestNodeScalesFromZero: with real consumers, KEDA takes an idle actor
+// from zero to running on queued messages, the pods drain the queue, and
+// the actor goes back to zero after the cooldown; the status follows.
+func TestNodeScalesFromZero(t *testing.T) {
+	needKEDA(t)
+	d := nodeDriver(t)
+	for _, b := range nodeBrokers {
+		t.Run(b.transport, func(t *testing.T) {
+			ctx := context.Background()
+			ns := nodeNamespace(t, ctx, "node-e2e-scale-"+b.transport, nil)
+			name := b.name("scaled")
+			happy := newCollector(t, ctx, b, "happy-end")
+			a := nodeActor(ns, name, b.transport, "handlers.process")
+			mapAt(a, "spec")["scaling"] = obj{"enabled": true, "minReplicas": 0, "maxReplicas": 3, "queueLength": 1,
+				"pollingInterval": 2, "cooldownPeriod": 6}
+			runActor(t, ctx, d, a)
+			awaitStatus(t, ctx, d, ns, name, "Napping", 2*time.Minute, nil)
+
+			seen := watchStatuses(t, ctx, d, ns, name)
+			var ids []string
+			start := time.Now()
+			for i := range 4 {
+				m := message(name, obj{"n": i, "seconds": 1})
+				ids = append(ids, m.ID)
+				b.send(t, ctx, name, m)
+			}
+			if _, err := waitPodsReady(ctx, ns, "asya.sh/asya="+name, 1, 90*time.Second); err != nil {
+				t.Fatal(err)
+			}
+			env.timed("node: "+b.transport+" scale from zero (message → pod Ready)", start)
+			happy.await(t, ctx, 90*time.Second, ids...)
+			env.timed("node: "+b.transport+" scale from zero (4 messages → results)", start)
+			drained := time.Now()
+			awaitStatus(t, ctx, d, ns, name, "Napping", 2*time.Minute, func(obj) error {
+				pods, _ := env.cluster.client.list(ctx, podsGVR, ns, "asya.sh/asya="+name)
+				if len(pods) > 0 {
+					return fmt.Errorf("%d pods left", len(pods))
+				}
+				return nil
+			})
+			env.timed("node: "+b.transport+" back to zero after the drain", drained)
+			statuses := seen()
+			t.Logf("statuses seen: %v", statuses)
+			if !contains(statuses, "ScalingUp") && !contains(statuses, "Running") {
+				t.Errorf("the status never left Napping while scaled up: %v", statuses)
+			}
+		})
+	}
+}
+
+// watchStatuses records each status.status the actor takes until the
+// returned function is called, which returns them in order.
+func watchStatuses(t *testing.T, ctx context.Context, d *driver, ns, name string) func() []string {
+	var mu sync.Mutex
+	var seen []string
+	stop := make(chan struct{})
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for {
+			select {
+			case <-stop:
+				return
+			case <-time.After(200 * time.Millisecond):
+			}
+			a, err := env.cluster.client.get(ctx, d.parent, ns, name)
+			if err != nil {
+				continue
+			}
+			s := str(a, "status", "status")
+			mu.Lock()
+			if len(seen) == 0 || seen[len(seen)-1] != s {
+				seen = append(seen, s)
+			}
+			mu.Unlock()
+		}
+	}()
+	var once sync.Once
+	return func() []string {
+		once.Do(func() { close(stop); <-done })
+		mu.Lock()
+		defer mu.Unlock()
+		return append([]string(nil), seen...)
+	}
+}
+
+// TestNodeRestricted: in a namespace that enforces Pod Security
+// "restricted", the default children run with the built images: the
+// runtime and the sidecar as different non-root users sharing the socket.
+func TestNodeRestricted(t *testing.T) {
+	d := nodeDriver(t)
+	ctx := context.Background()
+	ns := nodeNamespace(t, ctx, "node-e2e-restricted", obj{"pod-security.kubernetes.io/enforce": "restricted"})
+	b := nodeBrokers[0]
+	happy := newCollector(t, ctx, b, "happy-end")
+	a := nodeActor(ns, "restricted", b.transport, "handlers.process")
+	pod := mapAt(a, "spec", "workload", "template", "spec")
+	pod["securityContext"] = obj{"runAsNonRoot": true, "seccompProfile": obj{"type": "RuntimeDefault"}}
+	runtimeContainer(a)["securityContext"] = obj{"runAsUser": 2000, "allowPrivilegeEscalation": false,
+		"capabilities": obj{"drop": []any{"ALL"}}}
+	runActor(t, ctx, d, a)
+	if _, err := waitPodsReady(ctx, ns, "asya.sh/asya=restricted", 1, 2*time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	m := message("restricted", obj{"n": 1})
+	b.send(t, ctx, "restricted", m)
+	happy.await(t, ctx, 30*time.Second, m.ID)
+}
+
+// TestNodeReadyOnlyOnceServing: a runtime that takes 6 s to load its
+// handler keeps its pod unready until it serves, through the probes
+// asya-sync adds.
+func TestNodeReadyOnlyOnceServing(t *testing.T) {
+	d := nodeDriver(t)
+	ctx := context.Background()
+	ns := nodeNamespace(t, ctx, "node-e2e-probes", nil)
+	runActor(t, ctx, d, nodeActor(ns, "slowstart", "rabbitmq", "slowstart.process"))
+	pods, err := waitPodsReady(ctx, ns, "asya.sh/asya=slowstart", 1, 2*time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	started := containerStarted(pods[0], "asya-runtime")
+	ready := conditionTime(pods[0], "Ready")
+	if started.IsZero() || ready.Sub(started) < 5*time.Second {
+		t.Errorf("pod Ready at %s, runtime started at %s: want Ready only after the 6 s load", ready, started)
+	}
+	t.Logf("runtime started %s, pod Ready %s later", started.Format(time.RFC3339), ready.Sub(started))
+}
+
+func containerStarted(pod obj, name string) time.Time {
+	cs, _ := field(pod, "status", "containerStatuses").([]any)
+	for _, c := range cs {
+		if str(c.(obj), "name") == name {
+			at, _ := time.Parse(time.RFC3339, str(c.(obj), "state", "running", "startedAt"))
+			return at
+		}
+	}
+	return time.Time{}
+}
+
+func conditionTime(pod obj, typ string) time.Time {
+	conds, _ := field(pod, "status", "conditions").([]any)
+	for _, c := range conds {
+		if str(c.(obj), "type") == typ {
+			at, _ := time.Parse(time.RFC3339, str(c.(obj), "lastTransitionTime"))
+			return at
+		}
+	}
+	return time.Time{}
+}
+
+// TestNodeUpgradeKeepsMessages: a new handler env rolls the workload while
+// messages wait on the queue; none is lost, and the new pods answer.
+func TestNodeUpgradeKeepsMessages(t *testing.T) {
+	d := nodeDriver(t)
+	ctx := context.Background()
+	ns := nodeNamespace(t, ctx, "node-e2e-upgrade", nil)
+	b := nodeBrokers[0]
+	happy := newCollector(t, ctx, b, "happy-end")
+	runActor(t, ctx, d, nodeActor(ns, "upgrade", b.transport, "handlers.process"))
+	if _, err := waitPodsReady(ctx, ns, "asya.sh/asya=upgrade", 1, 2*time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	var ids []string
+	for i := range 6 {
+		m := message("upgrade", obj{"n": i, "seconds": 1})
+		ids = append(ids, m.ID)
+		b.send(t, ctx, "upgrade", m)
+	}
+	setHandlerEnv(t, ctx, d, ns, "upgrade", "HANDLER_VERSION", "v2")
+	got := happy.await(t, ctx, 2*time.Minute, ids...)
+	for _, id := range ids {
+		if n := len(got[id]); n != 1 {
+			t.Errorf("message %s: %d results, want 1", id, n)
+		}
+	}
+	// Once rolled, the new pods answer with the new env.
+	deadline := time.Now().Add(2 * time.Minute)
+	for {
+		m := message("upgrade", obj{"probe": true})
+		b.send(t, ctx, "upgrade", m)
+		r := happy.await(t, ctx, 30*time.Second, m.ID)[m.ID][0]
+		if r.Payload.(map[string]any)["version"] == "v2" {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("still answered by the old pods 2 min after the change: %s", mustJSON(r))
+		}
+		time.Sleep(time.Second)
+	}
+}
+
+// setHandlerEnv sets an env var of the actor's runtime container.
+func setHandlerEnv(t *testing.T, ctx context.Context, d *driver, ns, name, key, value string) {
+	t.Helper()
+	for attempt := 0; ; attempt++ {
+		a, err := env.cluster.client.get(ctx, d.parent, ns, name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c := runtimeContainer(a)
+		envs, _ := c["env"].([]any)
+		c["env"] = append(envs, obj{"name": key, "value": value})
+		_, err = env.cluster.client.do(ctx, "PUT", d.parent.path(ns, name), a, "application/json")
+		if err == nil {
+			return
+		}
+		if !isStatus(err, 409) || attempt > 5 {
+			t.Fatalf("update %s: %v", name, err)
+		}
+	}
+}
+

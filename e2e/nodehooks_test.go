@@ -1,0 +1,227 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// The node tier's asya-sync runs as the chart installs it: a pod of its own
+// image on the node, with the chart's generated TLS certificate and token.
+// There is no kube-proxy, so the driver dials the pod's address, verifying
+// the certificate for the hook URL's host as Metacontroller does.
+const (
+	nodeServiceNS = "asya-node"
+	nodeRelease   = "asya-sync-node"
+)
+
+// nodeValues: the service's image, and transports on the brokers as the
+// pods reach them, at the node's address.
+func nodeValues() string {
+	return fmt.Sprintf(`image: {repository: e2e.local/asya-sync, tag: e2e, pullPolicy: Never}
+replicaCount: 1
+compositeController: {name: %[1]s}
+credentials:
+  aws: {secretName: aws-service}
+extraEnv:
+  - {name: AWS_REGION, value: us-east-1}
+  - {name: AWS_EC2_METADATA_DISABLED, value: "true"}
+config:
+  sidecarImage: %[2]s
+  transports:
+    rabbitmq:
+      type: rabbitmq
+      enabled: true
+      config: {host: %[3]s, port: 5672, username: guest, managementURL: "http://%[3]s:15672", exchange: asya-node}
+    sqs:
+      type: sqs
+      enabled: true
+      config:
+        region: us-east-1
+        accountId: "000000000000"
+        endpoint: "http://%[3]s:%[4]s"
+        waitTimeSeconds: 1
+        credentials:
+          accessKeyIdSecretRef: {name: aws-creds, key: access-key-id}
+          secretAccessKeySecretRef: {name: aws-creds, key: secret-access-key}
+`, nodeRelease, nodeImage("sidecar"), nodeIP, sqsPort())
+}
+
+var nodeHooks struct {
+	once   sync.Once
+	driver *driver
+	err    error
+}
+
+func needNode(t *testing.T) {
+	t.Helper()
+	if env.node == nil {
+		t.Skip("the node tier is not up: it runs with ASYA_E2E_NODE=1 (.ci/e2e.sh node)")
+	}
+}
+
+// nodeDriver is the driver of the chart's asya-sync running on the node,
+// installed on first use.
+func nodeDriver(t *testing.T) *driver {
+	t.Helper()
+	needNode(t)
+	nodeHooks.once.Do(func() {
+		start := time.Now()
+		nodeHooks.driver, nodeHooks.err = installNodeService(context.Background())
+		env.timed("node: asya-sync from the chart, Ready", start)
+	})
+	if nodeHooks.err != nil {
+		t.Fatalf("asya-sync on the node: %v", nodeHooks.err)
+	}
+	return nodeHooks.driver
+}
+
+func installNodeService(ctx context.Context) (*driver, error) {
+	k := env.cluster.client
+	for _, o := range []obj{
+		{"apiVersion": "v1", "kind": "Namespace", "metadata": obj{"name": nodeServiceNS}},
+		{"apiVersion": "v1", "kind": "Secret", "metadata": obj{"name": "aws-service", "namespace": nodeServiceNS},
+			"stringData": obj{"access-key-id": "e2e", "secret-access-key": "e2e"}},
+	} {
+		if _, err := k.apply(ctx, o, "e2e"); err != nil {
+			return nil, err
+		}
+	}
+	values := filepath.Join(env.work, "node-values.yaml")
+	if err := os.WriteFile(values, []byte(nodeValues()), 0o600); err != nil {
+		return nil, err
+	}
+	if _, err := env.helm("install", nodeRelease, "./chart", "-n", nodeServiceNS, "-f", values); err != nil {
+		return nil, err
+	}
+	pods, err := waitPodsReady(ctx, nodeServiceNS, "app.kubernetes.io/instance="+nodeRelease, 1, 2*time.Minute)
+	if err != nil {
+		return nil, err
+	}
+	r, err := k.byKind(ctx, "metacontroller.k8s.io/v1alpha1", "CompositeController")
+	if err != nil {
+		return nil, err
+	}
+	cc, err := k.get(ctx, r, "", nodeRelease)
+	if err != nil {
+		return nil, err
+	}
+	d, err := newDriver(ctx, k, cc)
+	if err != nil {
+		return nil, err
+	}
+	addr := net.JoinHostPort(str(pods[0], "status", "podIP"), "8080")
+	dialer := &net.Dialer{Timeout: 5 * time.Second}
+	for _, wh := range d.hooks {
+		wh.client.Transport.(*http.Transport).DialContext = func(ctx context.Context, network, _ string) (net.Conn, error) {
+			return dialer.DialContext(ctx, network, addr)
+		}
+	}
+	return d, nil
+}
+
+var podsGVR = gvr{APIVersion: "v1", Resource: "pods", Kind: "Pod", Namespaced: true}
+
+// waitPodsReady waits until n pods of the selector are Ready, and on
+// timeout says why: each pod's conditions, container states and events,
+// and the end of its containers' logs.
+func waitPodsReady(ctx context.Context, ns, selector string, n int, within time.Duration) ([]obj, error) {
+	var ready []obj
+	deadline := time.Now().Add(within)
+	for time.Now().Before(deadline) {
+		pods, err := env.cluster.client.list(ctx, podsGVR, ns, selector)
+		if err != nil {
+			return nil, err
+		}
+		ready = ready[:0]
+		for _, p := range pods {
+			if podReady(p) && field(p, "metadata", "deletionTimestamp") == nil {
+				ready = append(ready, p)
+			}
+		}
+		if len(ready) >= n {
+			return ready, nil
+		}
+		time.Sleep(250 * time.Millisecond)
+	}
+	return nil, fmt.Errorf("%d of %d pods %s in %s Ready after %s\n%s", len(ready), n, selector, ns, within, podReport(ctx, ns, selector))
+}
+
+func podReady(p obj) bool {
+	conds, _ := field(p, "status", "conditions").([]any)
+	for _, c := range conds {
+		if str(c.(obj), "type") == "Ready" && str(c.(obj), "status") == "True" {
+			return true
+		}
+	}
+	return false
+}
+
+// podReport describes the pods of a selector for a failure message.
+func podReport(ctx context.Context, ns, selector string) string {
+	k := env.cluster.client
+	pods, err := k.list(ctx, podsGVR, ns, selector)
+	if err != nil {
+		return err.Error()
+	}
+	events, _ := k.list(ctx, gvr{APIVersion: "v1", Resource: "events", Kind: "Event", Namespaced: true}, ns, "")
+	var b strings.Builder
+	if len(pods) == 0 {
+		b.WriteString("no pods\n")
+	}
+	for _, p := range pods {
+		name := str(p, "metadata", "name")
+		fmt.Fprintf(&b, "pod %s: phase %s node %q\n", name, str(p, "status", "phase"), str(p, "spec", "nodeName"))
+		conds, _ := field(p, "status", "conditions").([]any)
+		for _, c := range conds {
+			fmt.Fprintf(&b, "  condition %s=%s %s %s\n", str(c.(obj), "type"), str(c.(obj), "status"), str(c.(obj), "reason"), str(c.(obj), "message"))
+		}
+		for _, key := range []string{"initContainerStatuses", "containerStatuses"} {
+			cs, _ := field(p, "status", key).([]any)
+			for _, c := range cs {
+				fmt.Fprintf(&b, "  container %s ready=%v restarts=%v state=%s last=%s\n", str(c.(obj), "name"),
+					field(c.(obj), "ready"), field(c.(obj), "restartCount"), mustJSON(field(c.(obj), "state")), mustJSON(field(c.(obj), "lastState")))
+			}
+		}
+		for _, e := range events {
+			if str(e, "involvedObject", "name") == name {
+				fmt.Fprintf(&b, "  event %s %s: %s\n", str(e, "type"), str(e, "reason"), str(e, "message"))
+			}
+		}
+		b.WriteString(containerLogs(ns, name))
+	}
+	return b.String()
+}
+
+// containerLogs is the end of each container log of a pod, read where the
+// kubelet writes them.
+func containerLogs(ns, pod string) string {
+	if env.node == nil {
+		return ""
+	}
+	files, _ := filepath.Glob(filepath.Join(env.node.dir, "pod-logs", ns+"_"+pod+"_*", "*", "*.log"))
+	sort.Strings(files)
+	var b strings.Builder
+	for _, f := range files {
+		data, err := os.ReadFile(f)
+		if err != nil {
+			continue
+		}
+		lines := strings.Split(strings.TrimRight(string(data), "\n"), "\n")
+		if len(lines) > 15 {
+			lines = lines[len(lines)-15:]
+		}
+		fmt.Fprintf(&b, "  log %s:\n    %s\n", strings.TrimPrefix(f, env.node.dir+"/"), strings.Join(lines, "\n    "))
+	}
+	return b.String()
+}
