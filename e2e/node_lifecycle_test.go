@@ -264,4 +264,3 @@ func setHandlerEnv(t *testing.T, ctx context.Context, d *driver, ns, name, key, 
 		}
 	}
 }
-

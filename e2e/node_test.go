@@ -242,7 +242,7 @@ func (n *node) startContainerd() error {
 	files := map[string]string{
 		cfg: n.containerdConfig(),
 		filepath.Join(n.dir, "cni", "10-asya-e2e.conflist"): n.cniConfig(),
-		filepath.Join(hosts, "hosts.toml"): "server = \"http://127.0.0.1:9\"\n\n[host.\"http://127.0.0.1:9\"]\n  capabilities = [\"pull\", \"resolve\"]\n",
+		filepath.Join(hosts, "hosts.toml"):                  "server = \"http://127.0.0.1:9\"\n\n[host.\"http://127.0.0.1:9\"]\n  capabilities = [\"pull\", \"resolve\"]\n",
 	}
 	for path, content := range files {
 		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
