@@ -97,13 +97,15 @@ build_tools() {
   log "tools built in $((SECONDS - start))s"
 }
 
-# build_keda: KEDA's operator and admission webhooks at KEDA_VERSION, into
+# build_keda: KEDA's operator, admission webhooks and metrics server
+# (adapter) at KEDA_VERSION, into
 # $BIN/keda-$KEDA_VERSION. Built from the module's own directory (copied
 # writable) as the main module, so that its replace directives apply.
 build_keda() {
   local out=$BIN/keda-$KEDA_VERSION want
-  want="$KEDA_VERSION $(go env GOVERSION)"
-  if [ -x "$out/keda-operator" ] && [ -x "$out/keda-webhooks" ] && [ "$(cat "$out/.stamp" 2>/dev/null)" = "$want" ]; then
+  want="$KEDA_VERSION $(go env GOVERSION) rev 2"
+  if [ -x "$out/keda-operator" ] && [ -x "$out/keda-webhooks" ] && [ -x "$out/keda-adapter" ] &&
+    [ "$(cat "$out/.stamp" 2>/dev/null)" = "$want" ]; then
     log "KEDA $KEDA_VERSION up to date in $out"
     return
   fi
@@ -114,7 +116,8 @@ build_keda() {
   cp -r "$MODULE_DIR" "$src" && chmod -R u+w "$src"
   mkdir -p "$out"
   (cd "$src" && CGO_ENABLED=0 GOFLAGS=-mod=readonly go build -trimpath -ldflags=-s -o "$out/keda-operator" ./cmd/operator &&
-    CGO_ENABLED=0 GOFLAGS=-mod=readonly go build -trimpath -ldflags=-s -o "$out/keda-webhooks" ./cmd/webhooks) ||
+    CGO_ENABLED=0 GOFLAGS=-mod=readonly go build -trimpath -ldflags=-s -o "$out/keda-webhooks" ./cmd/webhooks &&
+    CGO_ENABLED=0 GOFLAGS=-mod=readonly go build -trimpath -ldflags=-s -o "$out/keda-adapter" ./cmd/adapter) ||
     missing "could not build KEDA $KEDA_VERSION"
   rm -rf "$src"
   echo "$want" >"$out/.stamp"

@@ -207,8 +207,9 @@ func newPKI(dir string) (*pki, error) {
 	return p, err
 }
 
-// issue writes a serving certificate for 127.0.0.1 (and 10.0.0.1, the
-// API server's service address) and the DNS names, signed by the CA.
+// issue writes a certificate for 127.0.0.1 (and 10.0.0.1, the API
+// server's service address) and the DNS names, signed by the CA, for
+// serving and as a client.
 func (p *pki) issue(certFile, keyFile, commonName string, dnsNames ...string) error {
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
@@ -225,7 +226,7 @@ func (p *pki) issue(certFile, keyFile, commonName string, dnsNames ...string) er
 		NotBefore:    now.Add(-time.Hour),
 		NotAfter:     now.Add(24 * time.Hour),
 		KeyUsage:     x509.KeyUsageDigitalSignature,
-		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
+		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth, x509.ExtKeyUsageClientAuth},
 		DNSNames:     dnsNames,
 		IPAddresses:  []net.IP{net.ParseIP("127.0.0.1"), net.ParseIP("10.0.0.1")},
 	}
@@ -306,6 +307,12 @@ func startCluster(ctx context.Context, bin, dir string) (*cluster, error) {
 		c.stop()
 		return nil, err
 	}
+	// The aggregation layer's client certificate (front proxy).
+	proxyCert, proxyKey := filepath.Join(dir, "front-proxy-client.crt"), filepath.Join(dir, "front-proxy-client.key")
+	if err := p.issue(proxyCert, proxyKey, "front-proxy-client"); err != nil {
+		c.stop()
+		return nil, err
+	}
 	c.url = fmt.Sprintf("https://127.0.0.1:%d", apiPort)
 	c.apiserver, err = startProcess("kube-apiserver", dir, nil, filepath.Join(bin, "kube-apiserver"),
 		"--etcd-servers="+etcdURL,
@@ -328,6 +335,16 @@ func startCluster(ctx context.Context, bin, dir string) (*cluster, error) {
 		"--enable-priority-and-fairness=false",
 		"--profiling=false",
 		"--cert-dir="+filepath.Join(dir, "certs"),
+		// The aggregation layer, as a cluster has it; endpoint routing, as
+		// there is no kube-proxy to reach a Service's address.
+		"--requestheader-client-ca-file="+p.caPEM,
+		"--requestheader-allowed-names=front-proxy-client",
+		"--requestheader-username-headers=X-Remote-User",
+		"--requestheader-group-headers=X-Remote-Group",
+		"--requestheader-extra-headers-prefix=X-Remote-Extra-",
+		"--proxy-client-cert-file="+proxyCert,
+		"--proxy-client-key-file="+proxyKey,
+		"--enable-aggregator-routing=true",
 		"--v=1",
 	)
 	if err != nil {
@@ -389,6 +406,7 @@ func (c *cluster) startGC(ctx context.Context, bin, controllers string) error {
 	c.gc, err = startProcess("kube-controller-manager", c.dir, nil, filepath.Join(bin, "kube-controller-manager"),
 		"--kubeconfig="+c.kubeconfig,
 		"--controllers="+controllers,
+		"--horizontal-pod-autoscaler-sync-period=5s",
 		// The test token for everything: no service accounts here.
 		"--use-service-account-credentials=false",
 		"--leader-elect=false",

@@ -24,11 +24,13 @@ const kedaNS = "keda"
 // keda is KEDA's operator and admission webhooks, built from the KEDA
 // module at the version go.mod pins (.ci/e2e.sh tools), run against the
 // test API server. The operator creates each ScaledObject's HPA and scales
-// workloads between zero and one replica itself; no HPA controller runs,
-// so nothing scales beyond what KEDA sets.
+// workloads between zero and one replica itself. Only the node tier runs
+// the HPA controller and KEDA's metrics server, which scale beyond one.
 type keda struct {
 	operator, webhooks *process
-	webhooksMetrics    string // the webhooks' Prometheus endpoint
+	webhooksMetrics    string   // the webhooks' Prometheus endpoint
+	grpc               string   // the operator's metrics service
+	metrics            *process // the metrics server, in the node tier only
 }
 
 func needKEDA(t *testing.T) {
@@ -75,7 +77,7 @@ func (e *testEnv) startKEDA(ctx context.Context, bin string) (*keda, error) {
 	}
 	addr := func(i int) string { return fmt.Sprintf("127.0.0.1:%d", ports[i]) }
 	kedaEnv := []string{"WATCH_NAMESPACE=", "POD_NAMESPACE=" + kedaNS, "KEDA_CLUSTER_OBJECT_NAMESPACE=" + kedaNS, "KUBECONFIG=" + e.cluster.kubeconfig}
-	kd := &keda{webhooksMetrics: "http://" + addr(0) + "/metrics"}
+	kd := &keda{webhooksMetrics: "http://" + addr(0) + "/metrics", grpc: addr(5)}
 	kd.webhooks, err = startProcess("keda-webhooks", e.work, kedaEnv, filepath.Join(bin, "keda-webhooks"),
 		"--kubeconfig="+e.cluster.kubeconfig, "--cert-dir="+certs, "--port="+strconv.Itoa(ports[2]),
 		"--metrics-bind-address="+addr(0), "--health-probe-bind-address="+addr(1))
@@ -148,7 +150,7 @@ func (kd *keda) pause(t *testing.T) {
 }
 
 func (kd *keda) stop() {
-	for _, p := range []*process{kd.operator, kd.webhooks} {
+	for _, p := range []*process{kd.metrics, kd.operator, kd.webhooks} {
 		if p != nil {
 			p.stop(10 * time.Second)
 		}

@@ -240,6 +240,13 @@ func setup() (e *testEnv, skip bool, err error) {
 			return e, true, err
 		}
 		e.timed("node start (total)", t)
+		if e.keda != nil {
+			t = time.Now()
+			if err := e.startKEDAMetrics(ctx); err != nil {
+				return e, false, err
+			}
+			e.timed("KEDA metrics server, through the aggregation layer", t)
+		}
 	}
 	t = time.Now()
 	if err := e.helmInstall(ctx); err != nil {
