@@ -63,7 +63,7 @@ func (e *testEnv) startKEDAMetrics(ctx context.Context) error {
 		{"apiVersion": "v1", "kind": "Service", "metadata": obj{"name": kedaMetricsService, "namespace": kedaNS},
 			"spec": obj{"ports": []any{obj{"name": "https", "port": 443, "targetPort": port}}}},
 		{"apiVersion": "discovery.k8s.io/v1", "kind": "EndpointSlice",
-			"metadata": obj{"name": kedaMetricsService, "namespace": kedaNS, "labels": obj{"kubernetes.io/service-name": kedaMetricsService}},
+			"metadata":    obj{"name": kedaMetricsService, "namespace": kedaNS, "labels": obj{"kubernetes.io/service-name": kedaMetricsService}},
 			"addressType": "IPv4",
 			"endpoints":   []any{obj{"addresses": []any{nodeIP}, "conditions": obj{"ready": true}}},
 			"ports":       []any{obj{"name": "https", "port": port, "protocol": "TCP"}}},
