@@ -1,0 +1,127 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// config is what the sidecar reads from its environment: the variables
+// asya-sync sets on the asya-sidecar container (children/sidecar.go and
+// the transports' SidecarEnv), with the real sidecar's defaults.
+type config struct {
+	LogLevel       slog.Level
+	Actor          string
+	GatewayURL     string
+	HappyEnd       string
+	ErrorEnd       string
+	RuntimeTimeout time.Duration
+	SocketDir      string
+	Transport      string // rabbitmq or sqs
+	IsEndActor     bool
+	Rabbit         rabbitConfig
+	SQS            sqsConfig
+}
+
+type rabbitConfig struct {
+	Host               string
+	Port               int
+	Username, Password string
+	Exchange           string // empty: the default exchange
+}
+
+type sqsConfig struct {
+	Region, Endpoint                   string
+	VisibilityTimeout, WaitTimeSeconds int32 // seconds
+}
+
+// queueName is the queue of an actor on either transport.
+func queueName(actor string) string { return "asya-" + actor }
+
+// loadConfig reads the configuration through getenv (os.Getenv). Unlike
+// the real sidecar, which falls back to a default on a value it cannot
+// parse, it refuses such a value: a test should hear about it.
+func loadConfig(getenv func(string) string) (config, error) {
+	var errs []error
+	bad := func(key, v, want string) { errs = append(errs, fmt.Errorf("%s: %q is not %s", key, v, want)) }
+	str := func(key, fallback string) string {
+		if v := getenv(key); v != "" {
+			return v
+		}
+		return fallback
+	}
+	num := func(key string, fallback, lo, hi int) int {
+		v := getenv(key)
+		n, err := strconv.Atoi(v)
+		if v == "" {
+			return fallback
+		} else if err != nil || n < lo || n > hi {
+			bad(key, v, fmt.Sprintf("an integer from %d to %d", lo, hi))
+			return fallback
+		}
+		return n
+	}
+	cfg := config{
+		LogLevel:   logLevel(getenv("ASYA_LOG_LEVEL")),
+		Actor:      getenv("ASYA_ACTOR_NAME"),
+		GatewayURL: strings.TrimRight(getenv("ASYA_GATEWAY_URL"), "/"),
+		HappyEnd:   str("ASYA_ACTOR_HAPPY_END", "happy-end"),
+		ErrorEnd:   str("ASYA_ACTOR_ERROR_END", "error-end"),
+		SocketDir:  str("ASYA_SOCKET_DIR", "/var/run/asya"),
+		Transport:  str("ASYA_TRANSPORT", "rabbitmq"),
+		Rabbit: rabbitConfig{
+			Host: str("ASYA_RABBITMQ_HOST", "localhost"), Port: num("ASYA_RABBITMQ_PORT", 5672, 1, 65535),
+			Username: str("ASYA_RABBITMQ_USERNAME", "guest"), Password: str("ASYA_RABBITMQ_PASSWORD", "guest"),
+			Exchange: getenv("ASYA_RABBITMQ_EXCHANGE"),
+		},
+		SQS: sqsConfig{
+			Region: str("ASYA_AWS_REGION", "us-east-1"), Endpoint: strings.TrimRight(getenv("ASYA_SQS_ENDPOINT"), "/"),
+			VisibilityTimeout: int32(num("ASYA_SQS_VISIBILITY_TIMEOUT", 0, 0, 43200)),
+			WaitTimeSeconds:   int32(num("ASYA_SQS_WAIT_TIME_SECONDS", 20, 0, 20)),
+		},
+	}
+	timeout := str("ASYA_RUNTIME_TIMEOUT", "5m")
+	if d, err := time.ParseDuration(timeout); err == nil && d > 0 {
+		cfg.RuntimeTimeout = d
+	} else {
+		bad("ASYA_RUNTIME_TIMEOUT", timeout, "a positive duration such as 300s")
+	}
+	switch v := strings.ToLower(getenv("ASYA_IS_END_ACTOR")); v {
+	case "true", "1", "yes", "on":
+		cfg.IsEndActor = true
+	case "", "false", "0", "no", "off":
+	default:
+		bad("ASYA_IS_END_ACTOR", v, "a boolean")
+	}
+	// As the real sidecar: no visibility timeout is twice the runtime's,
+	// and no wait time is 20 s.
+	if cfg.SQS.VisibilityTimeout == 0 {
+		cfg.SQS.VisibilityTimeout = int32(min(2*cfg.RuntimeTimeout/time.Second, 43200))
+	}
+	if cfg.SQS.WaitTimeSeconds == 0 {
+		cfg.SQS.WaitTimeSeconds = 20
+	}
+	if cfg.Actor == "" {
+		errs = append(errs, errors.New("ASYA_ACTOR_NAME is required"))
+	}
+	if cfg.Transport != "rabbitmq" && cfg.Transport != "sqs" {
+		bad("ASYA_TRANSPORT", cfg.Transport, "rabbitmq or sqs")
+	}
+	return cfg, errors.Join(errs...)
+}
+
+// logLevel maps ASYA_LOG_LEVEL to a level; anything unknown is info.
+func logLevel(s string) slog.Level {
+	switch strings.ToLower(strings.TrimSpace(s)) {
+	case "debug":
+		return slog.LevelDebug
+	case "warn", "warning":
+		return slog.LevelWarn
+	case "error", "critical":
+		return slog.LevelError
+	}
+	return slog.LevelInfo
+}
