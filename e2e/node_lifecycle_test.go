@@ -52,9 +52,11 @@ func TestNodeDrain(t *testing.T) {
 	}
 }
 
-// TestNodeScalesFromZero: with real consumers, KEDA takes an idle actor
-// from zero to running on queued messages, the pods drain the queue, and
-// the actor goes back to zero after the cooldown; the status follows.
+// TestNodeScalesFromZero: with real consumers, KEDA's operator takes an
+// idle actor from zero to one on queued messages, the HPA controller
+// (reading KEDA's metrics server through the aggregation layer) from one
+// to more, the pods drain the queue, and the actor goes back to zero after
+// the cooldown; the status follows.
 func TestNodeScalesFromZero(t *testing.T) {
 	needKEDA(t)
 	d := nodeDriver(t)
@@ -65,25 +67,37 @@ func TestNodeScalesFromZero(t *testing.T) {
 			name := b.name("scaled")
 			happy := newCollector(t, ctx, b, "happy-end")
 			a := nodeActor(ns, name, b.transport, "handlers.process")
-			mapAt(a, "spec")["scaling"] = obj{"enabled": true, "minReplicas": 0, "maxReplicas": 3, "queueLength": 1,
+			spec := mapAt(a, "spec")
+			// SQS hides a received message for twice the processing timeout.
+			mapAt(spec, "timeout")["processing"] = 10
+			spec["scaling"] = obj{"enabled": true, "minReplicas": 0, "maxReplicas": 3, "queueLength": 1,
 				"pollingInterval": 2, "cooldownPeriod": 6}
 			runActor(t, ctx, d, a)
 			awaitStatus(t, ctx, d, ns, name, "Napping", 2*time.Minute, nil)
 
-			seen := watchStatuses(t, ctx, d, ns, name)
+			seen := observe(ctx, d, ns, name)
 			var ids []string
 			start := time.Now()
-			for i := range 4 {
-				m := message(name, obj{"n": i, "seconds": 1})
+			for i := range 12 {
+				m := message(name, obj{"n": i, "seconds": 2})
 				ids = append(ids, m.ID)
 				b.send(t, ctx, name, m)
 			}
 			if _, err := waitPodsReady(ctx, ns, "asya.sh/asya="+name, 1, 90*time.Second); err != nil {
 				t.Fatal(err)
 			}
-			env.timed("node: "+b.transport+" scale from zero (message → pod Ready)", start)
-			happy.await(t, ctx, 90*time.Second, ids...)
-			env.timed("node: "+b.transport+" scale from zero (4 messages → results)", start)
+			env.timed("node: "+b.transport+" scale 0 → 1 (messages → pod Ready)", start)
+			if _, err := waitPodsReady(ctx, ns, "asya.sh/asya="+name, 2, 90*time.Second); err != nil {
+				t.Fatalf("no second replica: the HPA did not scale past one: %v", err)
+			}
+			env.timed("node: "+b.transport+" scale 1 → N (messages → 2 pods Ready)", start)
+			got := happy.await(t, ctx, 2*time.Minute, ids...)
+			env.timed("node: "+b.transport+" 12 messages of 2 s processed", start)
+			for _, id := range ids {
+				if n := len(got[id]); n != 1 {
+					t.Errorf("message %s: %d results, want 1", id, n)
+				}
+			}
 			drained := time.Now()
 			awaitStatus(t, ctx, d, ns, name, "Napping", 2*time.Minute, func(obj) error {
 				pods, _ := env.cluster.client.list(ctx, podsGVR, ns, "asya.sh/asya="+name)
@@ -93,22 +107,30 @@ func TestNodeScalesFromZero(t *testing.T) {
 				return nil
 			})
 			env.timed("node: "+b.transport+" back to zero after the drain", drained)
-			statuses := seen()
-			t.Logf("statuses seen: %v", statuses)
-			if !contains(statuses, "ScalingUp") && !contains(statuses, "Running") {
-				t.Errorf("the status never left Napping while scaled up: %v", statuses)
+			o := seen()
+			t.Logf("statuses seen: %v; at most %d ready replicas reported", o.statuses, o.maxReady)
+			if !contains(o.statuses, "ScalingUp") && !contains(o.statuses, "Running") {
+				t.Errorf("the status never left Napping while scaled up: %v", o.statuses)
+			}
+			if o.maxReady < 2 {
+				t.Errorf("the status reported at most %d ready replicas, want the HPA's 2 or more", o.maxReady)
 			}
 		})
 	}
 }
 
-// watchStatuses records each status.status the actor takes until the
-// returned function is called, which returns them in order.
-func watchStatuses(t *testing.T, ctx context.Context, d *driver, ns, name string) func() []string {
+// observed is what the actor's status said while observe ran.
+type observed struct {
+	statuses []string // each status.status taken, in order
+	maxReady int      // the most status.readyReplicas
+}
+
+// observe samples the actor's status until the returned function is
+// called, which returns what it saw.
+func observe(ctx context.Context, d *driver, ns, name string) func() observed {
 	var mu sync.Mutex
-	var seen []string
-	stop := make(chan struct{})
-	done := make(chan struct{})
+	var o observed
+	stop, done := make(chan struct{}), make(chan struct{})
 	go func() {
 		defer close(done)
 		for {
@@ -122,19 +144,21 @@ func watchStatuses(t *testing.T, ctx context.Context, d *driver, ns, name string
 				continue
 			}
 			s := str(a, "status", "status")
+			ready, _ := field(a, "status", "readyReplicas").(float64)
 			mu.Lock()
-			if len(seen) == 0 || seen[len(seen)-1] != s {
-				seen = append(seen, s)
+			if len(o.statuses) == 0 || o.statuses[len(o.statuses)-1] != s {
+				o.statuses = append(o.statuses, s)
 			}
+			o.maxReady = max(o.maxReady, int(ready))
 			mu.Unlock()
 		}
 	}()
 	var once sync.Once
-	return func() []string {
+	return func() observed {
 		once.Do(func() { close(stop); <-done })
 		mu.Lock()
 		defer mu.Unlock()
-		return append([]string(nil), seen...)
+		return o
 	}
 }
 
