@@ -125,7 +125,8 @@ passwd_files() {
 #   pause      the pod sandbox (e2e/pause)
 #   runtime    Debian's python3 with the test handlers baked in at /app
 #   sidecar    the test sidecar (e2e/sidecar)
-#   asya-sync  the binary check_image_build made, laid out as the Dockerfile does
+#   asya-sync  the binary check_image_build made, laid out as the Dockerfile does,
+#              and asya-sync:e2e-next, the same with another runtime script
 build_node_images() {
   local images=$NODE_CACHE/images d start=$SECONDS
   mkdir -p "$images"
@@ -154,9 +155,15 @@ build_node_images() {
   cp "$ROOT/.cache/e2e/asya-sync" "$d/asya-sync"
   passwd_files "$d"
   layer_of "$d" "$SCRATCH/asya-sync.tar"
-  image_archive "$images/asya-sync.tar" e2e.local/asya-sync:e2e \
-    '{"Entrypoint":["/asya-sync","serve"],"Cmd":["--config","/etc/asya-sync/config/config.yaml","--listen",":8080"],"User":"nonroot:nonroot","ExposedPorts":{"8080/tcp":{}}}' \
-    "$SCRATCH/asya-sync.tar"
+  local service_config='{"Entrypoint":["/asya-sync","serve"],"Cmd":["--config","/etc/asya-sync/config/config.yaml","--listen",":8080"],"User":"nonroot:nonroot","ExposedPorts":{"8080/tcp":{}}}'
+  image_archive "$images/asya-sync.tar" e2e.local/asya-sync:e2e "$service_config" "$SCRATCH/asya-sync.tar"
+  # The same service with another runtime script, as its next release
+  # would embed one; the tests point ASYA_RUNTIME_SCRIPT_PATH at it.
+  d=$SCRATCH/asya-sync-next && mkdir -p "$d/e2e"
+  { cat runtime/asya_runtime.py; echo "# e2e: the next release's runtime"; } >"$d/e2e/asya_runtime.py"
+  layer_of "$d" "$SCRATCH/asya-sync-next.tar"
+  image_archive "$images/asya-sync-next.tar" e2e.local/asya-sync:e2e-next "$service_config" \
+    "$SCRATCH/asya-sync.tar" "$SCRATCH/asya-sync-next.tar"
   export ASYA_E2E_NODE_IMAGES=$images
   log "node images written in $((SECONDS - start))s"
 }

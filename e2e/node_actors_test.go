@@ -102,16 +102,30 @@ func actorStatus(t *testing.T, ctx context.Context, d *driver, ns, name string) 
 // any, passes on the status; on timeout it shows the status and the pods.
 func awaitStatus(t *testing.T, ctx context.Context, d *driver, ns, name, want string, within time.Duration, check func(obj) error) time.Duration {
 	t.Helper()
+	return awaitActor(t, ctx, d, ns, name, within, "status "+want, func(s obj) error {
+		if got := str(s, "status"); got != want {
+			return fmt.Errorf("status %s", got)
+		}
+		if check != nil {
+			return check(s)
+		}
+		return nil
+	})
+}
+
+// awaitActor waits until check passes on the actor's status; on timeout it
+// shows the status and the pods.
+func awaitActor(t *testing.T, ctx context.Context, d *driver, ns, name string, within time.Duration, what string, check func(obj) error) time.Duration {
+	t.Helper()
 	start := time.Now()
 	var last obj
 	for time.Since(start) < within {
-		last = actorStatus(t, ctx, d, ns, name)
-		if str(last, "status") == want && (check == nil || check(last) == nil) {
+		if last = actorStatus(t, ctx, d, ns, name); check(last) == nil {
 			return time.Since(start)
 		}
 		time.Sleep(250 * time.Millisecond)
 	}
-	t.Fatalf("actor %s/%s: status not %s after %s: %s\n%s", ns, name, want, within, mustJSON(last), podReport(ctx, ns, "asya.sh/asya="+name))
+	t.Fatalf("actor %s/%s: not %s after %s: %s\n%s", ns, name, what, within, mustJSON(last), podReport(ctx, ns, "asya.sh/asya="+name))
 	return 0
 }
 

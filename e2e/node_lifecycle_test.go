@@ -5,6 +5,8 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"os"
+	"path/filepath"
 	"sync"
 	"testing"
 	"time"
@@ -287,4 +289,110 @@ func setHandlerEnv(t *testing.T, ctx context.Context, d *driver, ns, name, key, 
 			t.Fatalf("update %s: %v", name, err)
 		}
 	}
+}
+
+// TestNodeRuntimeScriptRolls: a new runtime script, as a new asya-sync
+// release embeds one, rolls the actor's pods, and the new pods process
+// messages.
+func TestNodeRuntimeScriptRolls(t *testing.T) {
+	d := nodeDriver(t)
+	ctx := context.Background()
+	ns := nodeNamespace(t, ctx, "node-e2e-script", nil)
+	b := nodeBrokers[0]
+	happy := newCollector(t, ctx, b, "happy-end")
+	runActor(t, ctx, d, nodeActor(ns, "script", b.transport, "handlers.process"))
+	pods, err := waitPodsReady(ctx, ns, "asya.sh/asya=script", 1, 2*time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	old := str(pods[0], "metadata", "annotations", "asya.sh/runtime-hash")
+	start := time.Now()
+	if err := helmNodeService(ctx, "upgrade", "e2e-next"); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := helmNodeService(ctx, "upgrade", "e2e"); err != nil {
+			t.Errorf("back to the first release: %v", err)
+		}
+	})
+	var rolled obj
+	deadline := time.Now().Add(2 * time.Minute)
+	for rolled == nil {
+		pods, err := env.cluster.client.list(ctx, podsGVR, ns, "asya.sh/asya=script")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(pods) == 1 && podReady(pods[0]) && str(pods[0], "metadata", "annotations", "asya.sh/runtime-hash") != old {
+			rolled = pods[0]
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no pod with a new runtime hash alone and Ready 2 min after the upgrade\n%s", podReport(ctx, ns, "asya.sh/asya=script"))
+		}
+		time.Sleep(250 * time.Millisecond)
+	}
+	env.timed("node: service upgrade → actor's pod rolled", start)
+	m := message("script", obj{"n": 1})
+	b.send(t, ctx, "script", m)
+	got := happy.await(t, ctx, 30*time.Second, m.ID)[m.ID][0]
+	if by := got.Payload.(map[string]any)["pod"]; by != str(rolled, "metadata", "name") {
+		t.Errorf("answered by %v, want the rolled pod %s", by, str(rolled, "metadata", "name"))
+	}
+}
+
+// TestNodeLivenessRestartsRuntime: a runtime that stops serving (its socket
+// gone) leaves its pod unready through the readiness probe, is restarted
+// by the liveness probe, and the actor says so, then recovers.
+func TestNodeLivenessRestartsRuntime(t *testing.T) {
+	d := nodeDriver(t)
+	ctx := context.Background()
+	ns := nodeNamespace(t, ctx, "node-e2e-liveness", nil)
+	b := nodeBrokers[0]
+	happy := newCollector(t, ctx, b, "happy-end")
+	runActor(t, ctx, d, nodeActor(ns, "live", b.transport, "handlers.process"))
+	pods, err := waitPodsReady(ctx, ns, "asya.sh/asya=live", 1, 2*time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	awaitStatus(t, ctx, d, ns, "live", "Running", 30*time.Second, nil)
+	sock := filepath.Join(env.node.dir, "kubelet", "pods", str(pods[0], "metadata", "uid"),
+		"volumes", "kubernetes.io~empty-dir", "socket-dir", "asya-runtime.sock")
+	if err := os.Remove(sock); err != nil {
+		t.Fatalf("the runtime's socket, seen from the node: %v", err)
+	}
+	start := time.Now()
+	awaitActor(t, ctx, d, ns, "live", 2*time.Minute, "reporting no ready replica", func(s obj) error {
+		if ready, _ := s["readyReplicas"].(float64); ready != 0 {
+			return fmt.Errorf("%v ready", ready)
+		}
+		return nil
+	})
+	env.timed("node: runtime stops serving → actor reports 0 ready", start)
+	awaitStatus(t, ctx, d, ns, "live", "Running", 3*time.Minute, func(s obj) error {
+		p, err := env.cluster.client.get(ctx, podsGVR, ns, str(pods[0], "metadata", "name"))
+		if err != nil {
+			return err
+		}
+		if restarts := containerRestarts(p, "asya-runtime"); restarts < 1 {
+			return fmt.Errorf("runtime not restarted yet")
+		}
+		if ready, _ := s["readyReplicas"].(float64); ready != 1 {
+			return fmt.Errorf("%v ready", ready)
+		}
+		return nil
+	})
+	env.timed("node: runtime stops serving → restarted, actor Running", start)
+	m := message("live", obj{"n": 1})
+	b.send(t, ctx, "live", m)
+	happy.await(t, ctx, 30*time.Second, m.ID)
+}
+
+func containerRestarts(pod obj, name string) int {
+	cs, _ := field(pod, "status", "containerStatuses").([]any)
+	for _, c := range cs {
+		if str(c.(obj), "name") == name {
+			n, _ := field(c.(obj), "restartCount").(float64)
+			return int(n)
+		}
+	}
+	return 0
 }

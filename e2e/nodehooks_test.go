@@ -18,24 +18,29 @@ import (
 
 // The node tier's asya-sync runs as the chart installs it: a pod of its own
 // image on the node, with the chart's generated TLS certificate and token.
-// There is no kube-proxy, so the driver dials the pod's address, verifying
-// the certificate for the hook URL's host as Metacontroller does.
+// There is no kube-proxy, so the driver dials a Ready pod's address,
+// verifying the certificate for the hook URL's host as Metacontroller does.
 const (
 	nodeServiceNS = "asya-node"
 	nodeRelease   = "asya-sync-node"
 )
 
 // nodeValues: the service's image, and transports on the brokers as the
-// pods reach them, at the node's address.
-func nodeValues() string {
-	return fmt.Sprintf(`image: {repository: e2e.local/asya-sync, tag: e2e, pullPolicy: Never}
+// pods reach them, at the node's address. With tag e2e-next, the service
+// serves the other runtime script that image holds.
+func nodeValues(tag string) string {
+	script := ""
+	if tag == "e2e-next" {
+		script = "\n  - {name: ASYA_RUNTIME_SCRIPT_PATH, value: /e2e/asya_runtime.py}"
+	}
+	return fmt.Sprintf(`image: {repository: e2e.local/asya-sync, tag: %[5]s, pullPolicy: Never}
 replicaCount: 1
 compositeController: {name: %[1]s}
 credentials:
   aws: {secretName: aws-service}
 extraEnv:
   - {name: AWS_REGION, value: us-east-1}
-  - {name: AWS_EC2_METADATA_DISABLED, value: "true"}
+  - {name: AWS_EC2_METADATA_DISABLED, value: "true"}%[6]s
 config:
   sidecarImage: %[2]s
   transports:
@@ -54,7 +59,7 @@ config:
         credentials:
           accessKeyIdSecretRef: {name: aws-creds, key: access-key-id}
           secretAccessKeySecretRef: {name: aws-creds, key: secret-access-key}
-`, nodeRelease, nodeImage("sidecar"), nodeIP, sqsPort())
+`, nodeRelease, nodeImage("sidecar"), nodeIP, sqsPort(), tag, script)
 }
 
 var nodeHooks struct {
@@ -97,15 +102,7 @@ func installNodeService(ctx context.Context) (*driver, error) {
 			return nil, err
 		}
 	}
-	values := filepath.Join(env.work, "node-values.yaml")
-	if err := os.WriteFile(values, []byte(nodeValues()), 0o600); err != nil {
-		return nil, err
-	}
-	if _, err := env.helm("install", nodeRelease, "./chart", "-n", nodeServiceNS, "-f", values); err != nil {
-		return nil, err
-	}
-	pods, err := waitPodsReady(ctx, nodeServiceNS, "app.kubernetes.io/instance="+nodeRelease, 1, 2*time.Minute)
-	if err != nil {
+	if err := helmNodeService(ctx, "install", "e2e"); err != nil {
 		return nil, err
 	}
 	r, err := k.byKind(ctx, "metacontroller.k8s.io/v1alpha1", "CompositeController")
@@ -120,14 +117,53 @@ func installNodeService(ctx context.Context) (*driver, error) {
 	if err != nil {
 		return nil, err
 	}
-	addr := net.JoinHostPort(str(pods[0], "status", "podIP"), "8080")
-	dialer := &net.Dialer{Timeout: 5 * time.Second}
 	for _, wh := range d.hooks {
-		wh.client.Transport.(*http.Transport).DialContext = func(ctx context.Context, network, _ string) (net.Conn, error) {
-			return dialer.DialContext(ctx, network, addr)
-		}
+		wh.client.Transport.(*http.Transport).DialContext = dialNodeService
 	}
 	return d, nil
+}
+
+// helmNodeService installs or upgrades the service with the image tag and
+// waits until its one pod runs that tag and is Ready.
+func helmNodeService(ctx context.Context, verb, tag string) error {
+	values := filepath.Join(env.work, "node-values-"+tag+".yaml")
+	if err := os.WriteFile(values, []byte(nodeValues(tag)), 0o600); err != nil {
+		return err
+	}
+	if _, err := env.helm(verb, nodeRelease, "./chart", "-n", nodeServiceNS, "-f", values); err != nil {
+		return err
+	}
+	deadline := time.Now().Add(2 * time.Minute)
+	for time.Now().Before(deadline) {
+		pods, err := env.cluster.client.list(ctx, podsGVR, nodeServiceNS, nodeServiceSelector)
+		if err != nil {
+			return err
+		}
+		if len(pods) == 1 && podReady(pods[0]) &&
+			strings.Contains(mustJSON(field(pods[0], "spec", "containers")), `"e2e.local/asya-sync:`+tag+`"`) {
+			return nil
+		}
+		time.Sleep(250 * time.Millisecond)
+	}
+	return fmt.Errorf("asya-sync %s not the one Ready pod after 2 min\n%s", tag, podReport(ctx, nodeServiceNS, nodeServiceSelector))
+}
+
+const nodeServiceSelector = "app.kubernetes.io/instance=" + nodeRelease
+
+// dialNodeService connects to a Ready pod of the service, whatever the
+// address asked for, as a Service's endpoints would route it.
+func dialNodeService(ctx context.Context, network, _ string) (net.Conn, error) {
+	pods, err := env.cluster.client.list(ctx, podsGVR, nodeServiceNS, nodeServiceSelector)
+	if err != nil {
+		return nil, err
+	}
+	for _, p := range pods {
+		if podReady(p) && field(p, "metadata", "deletionTimestamp") == nil {
+			d := net.Dialer{Timeout: 5 * time.Second}
+			return d.DialContext(ctx, network, net.JoinHostPort(str(p, "status", "podIP"), "8080"))
+		}
+	}
+	return nil, fmt.Errorf("no Ready pod of %s in %s", nodeRelease, nodeServiceNS)
 }
 
 var podsGVR = gvr{APIVersion: "v1", Resource: "pods", Kind: "Pod", Namespaced: true}
