@@ -2,7 +2,8 @@
 # End-to-end tier: a real kube-apiserver and etcd on loopback, the CRDs,
 # KEDA's operator and admission webhooks, the asya-sync service built from
 # this tree, and a test driver that plays Metacontroller's part, applying
-# children with either of its apply strategies.
+# children with either of its apply strategies; then the node tier
+# (.ci/node.sh), where a kubelet, containerd and runc run the actors' pods.
 #
 #   .ci/e2e.sh                 build the tools if needed, then run everything
 #   .ci/e2e.sh test [ARGS]     the same, passing ARGS to go test (e.g. -run Helm)

@@ -18,6 +18,10 @@
 //	ASYA_SQS_PORT            SQS emulator port (default 9324)
 //	ASYA_REQUIRE_INTEGRATION 1 turns every missing piece into a failure
 //	ASYA_E2E_KEEP            1 keeps the work directory (logs, kubeconfig)
+//	ASYA_E2E_NODE            1 brings up the node tier (docs/testing.md): a kubelet, containerd,
+//	                         the scheduler and the workload controllers, for the TestNode tests
+//	ASYA_E2E_CONTAINERD_BIN  directory with containerd, ctr and containerd-shim-runc-v2
+//	ASYA_E2E_NODE_IMAGES     directory with the node tier's image tarballs (.ci/node.sh)
 package e2e
 
 import (
