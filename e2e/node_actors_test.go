@@ -88,6 +88,18 @@ func runActor(t *testing.T, ctx context.Context, d *driver, a obj) {
 	})
 }
 
+// runReadyActor runs the actor (runActor) and waits until its pod is Ready.
+func runReadyActor(t *testing.T, ctx context.Context, d *driver, a obj) []obj {
+	t.Helper()
+	runActor(t, ctx, d, a)
+	ns, name := str(a, "metadata", "namespace"), str(a, "metadata", "name")
+	pods, err := waitPodsReady(ctx, ns, "asya.sh/asya="+name, 1, 2*time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return pods
+}
+
 // actorStatus is the actor's status as last written.
 func actorStatus(t *testing.T, ctx context.Context, d *driver, ns, name string) obj {
 	t.Helper()
@@ -153,11 +165,7 @@ func TestNodeActorProcessesMessages(t *testing.T) {
 			name := b.name("echo")
 			happy, errs := newCollector(t, ctx, b, "happy-end"), newCollector(t, ctx, b, "error-end")
 			start := time.Now()
-			runActor(t, ctx, d, nodeActor(ns, name, b.transport, "handlers.process"))
-			pods, err := waitPodsReady(ctx, ns, "asya.sh/asya="+name, 1, 2*time.Minute)
-			if err != nil {
-				t.Fatal(err)
-			}
+			pods := runReadyActor(t, ctx, d, nodeActor(ns, name, b.transport, "handlers.process"))
 			env.timed("node: "+b.transport+" actor create → pod Ready", start)
 			awaitStatus(t, ctx, d, ns, name, "Running", 30*time.Second, nil)
 
@@ -176,6 +184,26 @@ func TestNodeActorProcessesMessages(t *testing.T) {
 				t.Errorf("error-end got %s, want the handler's error", mustJSON(failed[bad.ID][0]))
 			}
 		})
+	}
+}
+
+// TestNodeStatefulSetActor: an actor whose workload is a StatefulSet runs
+// and processes messages like a Deployment's.
+func TestNodeStatefulSetActor(t *testing.T) {
+	d := nodeDriver(t)
+	ctx := context.Background()
+	ns := nodeNamespace(t, ctx, "node-e2e-statefulset", nil)
+	b := nodeBrokers[0]
+	happy := newCollector(t, ctx, b, "happy-end")
+	a := nodeActor(ns, "stateful", b.transport, "handlers.process")
+	mapAt(a, "spec", "workload")["kind"] = "StatefulSet"
+	pods := runReadyActor(t, ctx, d, a)
+	awaitStatus(t, ctx, d, ns, "stateful", "Running", 30*time.Second, nil)
+	m := message("stateful", obj{"n": 1})
+	b.send(t, ctx, "stateful", m)
+	got := happy.await(t, ctx, 30*time.Second, m.ID)[m.ID][0]
+	if by := got.Payload.(map[string]any)["pod"]; by != "stateful-0" || str(pods[0], "metadata", "name") != "stateful-0" {
+		t.Errorf("answered by %v, want the StatefulSet's pod stateful-0", by)
 	}
 }
 

@@ -22,11 +22,7 @@ func TestNodeDrain(t *testing.T) {
 			ns := nodeNamespace(t, ctx, "node-e2e-drain-"+b.transport, nil)
 			name := b.name("drain")
 			happy := newCollector(t, ctx, b, "happy-end")
-			runActor(t, ctx, d, nodeActor(ns, name, b.transport, "handlers.process"))
-			pods, err := waitPodsReady(ctx, ns, "asya.sh/asya="+name, 1, 2*time.Minute)
-			if err != nil {
-				t.Fatal(err)
-			}
+			pods := runReadyActor(t, ctx, d, nodeActor(ns, name, b.transport, "handlers.process"))
 			slow := message(name, obj{"seconds": 8})
 			b.send(t, ctx, name, slow)
 			time.Sleep(2 * time.Second)
@@ -178,10 +174,7 @@ func TestNodeRestricted(t *testing.T) {
 	pod["securityContext"] = obj{"runAsNonRoot": true, "seccompProfile": obj{"type": "RuntimeDefault"}}
 	runtimeContainer(a)["securityContext"] = obj{"runAsUser": 2000, "allowPrivilegeEscalation": false,
 		"capabilities": obj{"drop": []any{"ALL"}}}
-	runActor(t, ctx, d, a)
-	if _, err := waitPodsReady(ctx, ns, "asya.sh/asya=restricted", 1, 2*time.Minute); err != nil {
-		t.Fatal(err)
-	}
+	runReadyActor(t, ctx, d, a)
 	m := message("restricted", obj{"n": 1})
 	b.send(t, ctx, "restricted", m)
 	happy.await(t, ctx, 30*time.Second, m.ID)
@@ -194,11 +187,7 @@ func TestNodeReadyOnlyOnceServing(t *testing.T) {
 	d := nodeDriver(t)
 	ctx := context.Background()
 	ns := nodeNamespace(t, ctx, "node-e2e-probes", nil)
-	runActor(t, ctx, d, nodeActor(ns, "slowstart", "rabbitmq", "slowstart.process"))
-	pods, err := waitPodsReady(ctx, ns, "asya.sh/asya=slowstart", 1, 2*time.Minute)
-	if err != nil {
-		t.Fatal(err)
-	}
+	pods := runReadyActor(t, ctx, d, nodeActor(ns, "slowstart", "rabbitmq", "slowstart.process"))
 	started := containerStarted(pods[0], "asya-runtime")
 	ready := conditionTime(pods[0], "Ready")
 	if started.IsZero() || ready.Sub(started) < 5*time.Second {
@@ -237,10 +226,7 @@ func TestNodeUpgradeKeepsMessages(t *testing.T) {
 	ns := nodeNamespace(t, ctx, "node-e2e-upgrade", nil)
 	b := nodeBrokers[0]
 	happy := newCollector(t, ctx, b, "happy-end")
-	runActor(t, ctx, d, nodeActor(ns, "upgrade", b.transport, "handlers.process"))
-	if _, err := waitPodsReady(ctx, ns, "asya.sh/asya=upgrade", 1, 2*time.Minute); err != nil {
-		t.Fatal(err)
-	}
+	runReadyActor(t, ctx, d, nodeActor(ns, "upgrade", b.transport, "handlers.process"))
 	var ids []string
 	for i := range 6 {
 		m := message("upgrade", obj{"n": i, "seconds": 1})
@@ -300,11 +286,7 @@ func TestNodeRuntimeScriptRolls(t *testing.T) {
 	ns := nodeNamespace(t, ctx, "node-e2e-script", nil)
 	b := nodeBrokers[0]
 	happy := newCollector(t, ctx, b, "happy-end")
-	runActor(t, ctx, d, nodeActor(ns, "script", b.transport, "handlers.process"))
-	pods, err := waitPodsReady(ctx, ns, "asya.sh/asya=script", 1, 2*time.Minute)
-	if err != nil {
-		t.Fatal(err)
-	}
+	pods := runReadyActor(t, ctx, d, nodeActor(ns, "script", b.transport, "handlers.process"))
 	old := str(pods[0], "metadata", "annotations", "asya.sh/runtime-hash")
 	start := time.Now()
 	if err := helmNodeService(ctx, "upgrade", "e2e-next"); err != nil {
@@ -348,11 +330,7 @@ func TestNodeLivenessRestartsRuntime(t *testing.T) {
 	ns := nodeNamespace(t, ctx, "node-e2e-liveness", nil)
 	b := nodeBrokers[0]
 	happy := newCollector(t, ctx, b, "happy-end")
-	runActor(t, ctx, d, nodeActor(ns, "live", b.transport, "handlers.process"))
-	pods, err := waitPodsReady(ctx, ns, "asya.sh/asya=live", 1, 2*time.Minute)
-	if err != nil {
-		t.Fatal(err)
-	}
+	pods := runReadyActor(t, ctx, d, nodeActor(ns, "live", b.transport, "handlers.process"))
 	awaitStatus(t, ctx, d, ns, "live", "Running", 30*time.Second, nil)
 	sock := filepath.Join(env.node.dir, "kubelet", "pods", str(pods[0], "metadata", "uid"),
 		"volumes", "kubernetes.io~empty-dir", "socket-dir", "asya-runtime.sock")
