@@ -289,14 +289,7 @@ func TestNodeRuntimeScriptRolls(t *testing.T) {
 	pods := runReadyActor(t, ctx, d, nodeActor(ns, "script", b.transport, "handlers.process"))
 	old := str(pods[0], "metadata", "annotations", "asya.sh/runtime-hash")
 	start := time.Now()
-	if err := helmNodeService(ctx, "upgrade", "e2e-next"); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if err := helmNodeService(ctx, "upgrade", "e2e"); err != nil {
-			t.Errorf("back to the first release: %v", err)
-		}
-	})
+	useNodeService(t, ctx, nodeSetup{tag: "e2e-next", delivery: nodeDefault.delivery})
 	var rolled obj
 	deadline := time.Now().Add(2 * time.Minute)
 	for rolled == nil {
@@ -373,4 +366,38 @@ func containerRestarts(pod obj, name string) int {
 		}
 	}
 	return 0
+}
+
+// useNodeService upgrades the node's asya-sync to the setup until the test
+// ends, then back to the default.
+func useNodeService(t *testing.T, ctx context.Context, r nodeSetup) {
+	t.Helper()
+	if err := helmNodeService(ctx, "upgrade", r); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := helmNodeService(ctx, "upgrade", nodeDefault); err != nil {
+			t.Errorf("asya-sync back to %+v: %v", nodeDefault, err)
+		}
+	})
+}
+
+// TestNodeRuntimeInPodTemplate: with runtimeDelivery podTemplate the
+// runtime script reaches the pod through the downward API, with no
+// ConfigMap, and the pod processes messages.
+func TestNodeRuntimeInPodTemplate(t *testing.T) {
+	d := nodeDriver(t)
+	ctx := context.Background()
+	ns := nodeNamespace(t, ctx, "node-e2e-podtemplate", nil)
+	useNodeService(t, ctx, nodeSetup{tag: nodeDefault.tag, delivery: "podTemplate"})
+	b := nodeBrokers[0]
+	happy := newCollector(t, ctx, b, "happy-end")
+	runReadyActor(t, ctx, d, nodeActor(ns, "inline", b.transport, "handlers.process"))
+	cms, err := env.cluster.client.list(ctx, gvr{APIVersion: "v1", Resource: "configmaps", Kind: "ConfigMap", Namespaced: true}, ns, "asya.sh/asya=inline")
+	if err != nil || len(cms) != 0 {
+		t.Errorf("ConfigMaps of the actor: %d (%v), want none", len(cms), err)
+	}
+	m := message("inline", obj{"n": 1})
+	b.send(t, ctx, "inline", m)
+	happy.await(t, ctx, 30*time.Second, m.ID)
 }

@@ -25,12 +25,17 @@ const (
 	nodeRelease   = "asya-sync-node"
 )
 
+// nodeSetup is what the service runs: its image tag (e2e-next serves the
+// other runtime script that image holds) and the runtime delivery.
+type nodeSetup struct{ tag, delivery string }
+
+var nodeDefault = nodeSetup{tag: "e2e", delivery: "configMap"}
+
 // nodeValues: the service's image, and transports on the brokers as the
-// pods reach them, at the node's address. With tag e2e-next, the service
-// serves the other runtime script that image holds.
-func nodeValues(tag string) string {
+// pods reach them, at the node's address.
+func nodeValues(r nodeSetup) string {
 	script := ""
-	if tag == "e2e-next" {
+	if r.tag == "e2e-next" {
 		script = "\n  - {name: ASYA_RUNTIME_SCRIPT_PATH, value: /e2e/asya_runtime.py}"
 	}
 	return fmt.Sprintf(`image: {repository: e2e.local/asya-sync, tag: %[5]s, pullPolicy: Never}
@@ -43,6 +48,7 @@ extraEnv:
   - {name: AWS_EC2_METADATA_DISABLED, value: "true"}%[6]s
 config:
   sidecarImage: %[2]s
+  runtimeDelivery: %[7]s
   transports:
     rabbitmq:
       type: rabbitmq
@@ -59,7 +65,7 @@ config:
         credentials:
           accessKeyIdSecretRef: {name: aws-creds, key: access-key-id}
           secretAccessKeySecretRef: {name: aws-creds, key: secret-access-key}
-`, nodeRelease, nodeImage("sidecar"), nodeIP, sqsPort(), tag, script)
+`, nodeRelease, nodeImage("sidecar"), nodeIP, sqsPort(), r.tag, script, r.delivery)
 }
 
 var nodeHooks struct {
@@ -102,7 +108,7 @@ func installNodeService(ctx context.Context) (*driver, error) {
 			return nil, err
 		}
 	}
-	if err := helmNodeService(ctx, "install", "e2e"); err != nil {
+	if err := helmNodeService(ctx, "install", nodeDefault); err != nil {
 		return nil, err
 	}
 	r, err := k.byKind(ctx, "metacontroller.k8s.io/v1alpha1", "CompositeController")
@@ -123,12 +129,19 @@ func installNodeService(ctx context.Context) (*driver, error) {
 	return d, nil
 }
 
-// helmNodeService installs or upgrades the service with the image tag and
-// waits until its one pod runs that tag and is Ready.
-func helmNodeService(ctx context.Context, verb, tag string) error {
-	values := filepath.Join(env.work, "node-values-"+tag+".yaml")
-	if err := os.WriteFile(values, []byte(nodeValues(tag)), 0o600); err != nil {
+// helmNodeService installs or upgrades the service and waits until a new
+// pod, alone, is Ready.
+func helmNodeService(ctx context.Context, verb string, r nodeSetup) error {
+	values := filepath.Join(env.work, "node-values.yaml")
+	if err := os.WriteFile(values, []byte(nodeValues(r)), 0o600); err != nil {
 		return err
+	}
+	// Every upgrade here changes the pod template: a new pod replaces the old.
+	old := map[string]bool{}
+	if pods, err := env.cluster.client.list(ctx, podsGVR, nodeServiceNS, nodeServiceSelector); err == nil {
+		for _, p := range pods {
+			old[str(p, "metadata", "name")] = true
+		}
 	}
 	if _, err := env.helm(verb, nodeRelease, "./chart", "-n", nodeServiceNS, "-f", values); err != nil {
 		return err
@@ -139,13 +152,12 @@ func helmNodeService(ctx context.Context, verb, tag string) error {
 		if err != nil {
 			return err
 		}
-		if len(pods) == 1 && podReady(pods[0]) &&
-			strings.Contains(mustJSON(field(pods[0], "spec", "containers")), `"e2e.local/asya-sync:`+tag+`"`) {
+		if len(pods) == 1 && podReady(pods[0]) && !old[str(pods[0], "metadata", "name")] {
 			return nil
 		}
 		time.Sleep(250 * time.Millisecond)
 	}
-	return fmt.Errorf("asya-sync %s not the one Ready pod after 2 min\n%s", tag, podReport(ctx, nodeServiceNS, nodeServiceSelector))
+	return fmt.Errorf("asya-sync %+v not the one Ready pod after 2 min\n%s", r, podReport(ctx, nodeServiceNS, nodeServiceSelector))
 }
 
 const nodeServiceSelector = "app.kubernetes.io/instance=" + nodeRelease

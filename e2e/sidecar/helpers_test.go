@@ -17,6 +17,7 @@ import (
 
 	amqp "github.com/rabbitmq/amqp091-go"
 
+	_ "github.com/asya-sh/asya-sync/internal/golden" // accepts -update like every test package
 	"github.com/asya-sh/asya-sync/internal/testenv"
 )
 
