@@ -306,6 +306,7 @@ authentication:
 authorization: {mode: AlwaysAllow}
 failSwapOn: false
 podLogsDir: %[4]q
+# No DNS for the pods: every address they use is an IP.
 resolvConf: ""
 registerNode: true
 serializeImagePulls: false
@@ -396,13 +397,7 @@ func (n *node) removeContainers() {
 		return
 	}
 	for _, id := range strings.Fields(string(out)) {
-		_ = n.ctr("tasks", "kill", "--all", "--signal", "SIGKILL", id)
-		for i := 0; i < 50; i++ {
-			if n.ctr("tasks", "delete", id) == nil || !strings.Contains(fmt.Sprint(n.ctr("tasks", "list")), id) {
-				break
-			}
-			time.Sleep(100 * time.Millisecond)
-		}
+		_ = n.ctr("tasks", "delete", "--force", id)
 		_ = n.ctr("containers", "delete", id)
 	}
 }
