@@ -314,39 +314,43 @@ func startCluster(ctx context.Context, bin, dir string) (*cluster, error) {
 		return nil, err
 	}
 	c.url = fmt.Sprintf("https://127.0.0.1:%d", apiPort)
-	c.apiserver, err = startProcess("kube-apiserver", dir, nil, filepath.Join(bin, "kube-apiserver"),
-		"--etcd-servers="+etcdURL,
+	args := []string{
+		"--etcd-servers=" + etcdURL,
 		"--bind-address=127.0.0.1",
 		"--advertise-address=127.0.0.1",
 		fmt.Sprintf("--secure-port=%d", apiPort),
-		"--tls-cert-file="+p.certFile,
-		"--tls-private-key-file="+p.keyFile,
-		"--client-ca-file="+p.caPEM,
-		"--token-auth-file="+tokenFile,
+		"--tls-cert-file=" + p.certFile,
+		"--tls-private-key-file=" + p.keyFile,
+		"--client-ca-file=" + p.caPEM,
+		"--token-auth-file=" + tokenFile,
 		"--authorization-mode=AlwaysAllow",
 		"--service-account-issuer=https://kubernetes.default.svc",
-		"--service-account-key-file="+p.saPubFile,
-		"--service-account-signing-key-file="+p.saKeyFile,
+		"--service-account-key-file=" + p.saPubFile,
+		"--service-account-signing-key-file=" + p.saKeyFile,
 		"--api-audiences=https://kubernetes.default.svc",
 		"--service-cluster-ip-range=10.0.0.0/24",
-		// Pods created by the tests have no "default" ServiceAccount to
-		// point at: nothing runs the token controller.
-		"--disable-admission-plugins=ServiceAccount",
 		"--enable-priority-and-fairness=false",
 		"--profiling=false",
-		"--cert-dir="+filepath.Join(dir, "certs"),
+		"--cert-dir=" + filepath.Join(dir, "certs"),
 		// The aggregation layer, as a cluster has it; endpoint routing, as
 		// there is no kube-proxy to reach a Service's address.
-		"--requestheader-client-ca-file="+p.caPEM,
+		"--requestheader-client-ca-file=" + p.caPEM,
 		"--requestheader-allowed-names=front-proxy-client",
 		"--requestheader-username-headers=X-Remote-User",
 		"--requestheader-group-headers=X-Remote-Group",
 		"--requestheader-extra-headers-prefix=X-Remote-Extra-",
-		"--proxy-client-cert-file="+proxyCert,
-		"--proxy-client-key-file="+proxyKey,
+		"--proxy-client-cert-file=" + proxyCert,
+		"--proxy-client-key-file=" + proxyKey,
 		"--enable-aggregator-routing=true",
 		"--v=1",
-	)
+	}
+	if !nodeWanted() {
+		// The API-level tests' pods have no "default" ServiceAccount to
+		// point at: nothing runs the service account controller. The node
+		// tier runs it, and its pods get their tokens as in a cluster.
+		args = append(args, "--disable-admission-plugins=ServiceAccount")
+	}
+	c.apiserver, err = startProcess("kube-apiserver", dir, nil, filepath.Join(bin, "kube-apiserver"), args...)
 	if err != nil {
 		c.stop()
 		return nil, err

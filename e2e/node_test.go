@@ -29,10 +29,13 @@ const (
 	nodeSubnet = "10.213.0.0/24"
 	nodeIP     = "10.213.0.1"
 	// nodeControllers are what a cluster runs for Deployments, StatefulSets,
-	// the HPA KEDA makes, namespaces and the garbage collector; the node
-	// lifecycle controller lifts the not-ready taint a new node starts with.
+	// the HPA KEDA makes, namespaces, service accounts (each namespace's
+	// "default" and the CA its pods' tokens come with) and the garbage
+	// collector; the node lifecycle controller lifts the not-ready taint a
+	// new node starts with.
 	nodeControllers = "garbagecollector,deployment-controller,replicaset-controller,statefulset-controller," +
-		"horizontal-pod-autoscaler-controller,namespace-controller,pod-garbage-collector-controller,node-lifecycle-controller"
+		"horizontal-pod-autoscaler-controller,namespace-controller,pod-garbage-collector-controller,node-lifecycle-controller," +
+		"serviceaccount-controller,root-ca-certificate-publisher-controller"
 )
 
 // nodeImage names an image the tier built offline (.ci/node.sh).
