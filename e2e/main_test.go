@@ -161,12 +161,8 @@ func setup() (e *testEnv, skip bool, err error) {
 		return nil, true, err
 	}
 	e.rabbit = listening("127.0.0.1:5672")
-	sqsPort := os.Getenv("ASYA_SQS_PORT")
-	if sqsPort == "" {
-		sqsPort = "9324"
-	}
-	e.sqsURL = "http://127.0.0.1:" + sqsPort
-	e.sqs = listening("127.0.0.1:" + sqsPort)
+	e.sqsURL = "http://127.0.0.1:" + sqsPort()
+	e.sqs = listening("127.0.0.1:" + sqsPort())
 	if required() && (!e.rabbit || !e.sqs) {
 		return nil, true, fmt.Errorf("brokers not listening (RabbitMQ 127.0.0.1:5672 %v, SQS %s %v): run .ci/services.sh", e.rabbit, e.sqsURL, e.sqs)
 	}

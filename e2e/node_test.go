@@ -144,6 +144,7 @@ func (n *node) startRelays() error {
 	return nil
 }
 
+// sqsPort is the SQS emulator's port (ASYA_SQS_PORT, default 9324).
 func sqsPort() string {
 	if p := os.Getenv("ASYA_SQS_PORT"); p != "" {
 		return p
