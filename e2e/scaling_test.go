@@ -12,6 +12,7 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	amqp "github.com/rabbitmq/amqp091-go"
 
 	"github.com/asya-sh/asya-sync/internal/testenv"
 )
@@ -40,16 +41,12 @@ var feeders = []queueFeeder{
 			}
 		},
 		drain: func(t *testing.T, ctx context.Context, queue string) {
-			conn := testenv.Rabbit(t)
-			defer conn.Close()
-			ch, err := conn.Channel()
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer ch.Close()
-			if _, err := ch.QueuePurge(queue, false); err != nil {
-				t.Fatalf("purge %s: %v", queue, err)
-			}
+			withChannel(t, func(ch *amqp.Channel) error {
+				if _, err := ch.QueuePurge(queue, false); err != nil {
+					return fmt.Errorf("purge %s: %w", queue, err)
+				}
+				return nil
+			})
 		},
 		// The password from a key the Secret does not have.
 		breakAuth: func(spec obj) {

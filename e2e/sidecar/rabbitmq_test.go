@@ -64,19 +64,7 @@ func bindQueues(t *testing.T, conn *amqp.Connection, exchange string, actors ...
 // publish puts body on the actor's queue and waits for the confirm.
 func publish(t *testing.T, conn *amqp.Connection, actor string, body []byte) {
 	t.Helper()
-	ch, err := conn.Channel()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ch.Close()
-	if err := ch.Confirm(false); err != nil {
-		t.Fatal(err)
-	}
-	c, err := ch.PublishWithDeferredConfirmWithContext(context.Background(), "", queueName(actor), true, false,
-		amqp.Publishing{DeliveryMode: amqp.Persistent, Body: body})
-	if err != nil || !c.Wait() {
-		t.Fatalf("publish to %s: %v", queueName(actor), err)
-	}
+	testenv.PublishBody(t, conn, queueName(actor), body)
 }
 
 // takeMessage waits for a message on the actor's queue and removes it.

@@ -130,6 +130,12 @@ func Metrics(t testing.TB, reg prometheus.Gatherer) map[string]map[string]float6
 // waits for the broker's confirm, so a count read afterwards includes it.
 func Publish(t testing.TB, conn *amqp.Connection, queue string) {
 	t.Helper()
+	PublishBody(t, conn, queue, []byte("keep me"))
+}
+
+// PublishBody is Publish with the message body given, sent persistent.
+func PublishBody(t testing.TB, conn *amqp.Connection, queue string, body []byte) {
+	t.Helper()
 	ch, err := conn.Channel()
 	if err != nil {
 		t.Fatal(err)
@@ -138,7 +144,8 @@ func Publish(t testing.TB, conn *amqp.Connection, queue string) {
 	if err := ch.Confirm(false); err != nil {
 		t.Fatal(err)
 	}
-	confirm, err := ch.PublishWithDeferredConfirmWithContext(context.Background(), "", queue, true, false, amqp.Publishing{Body: []byte("keep me")})
+	confirm, err := ch.PublishWithDeferredConfirmWithContext(context.Background(), "", queue, true, false,
+		amqp.Publishing{DeliveryMode: amqp.Persistent, Body: body})
 	if err != nil || !confirm.Wait() {
 		t.Fatalf("publish to %s: %v", queue, err)
 	}
