@@ -3,8 +3,6 @@ package main
 import (
 	"bytes"
 	"context"
-	"net/http"
-	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -247,32 +245,11 @@ func TestRabbitReconnects(t *testing.T) {
 	publish(t, conn, cfg.Actor, envelopeOf("m10", 1, 0, cfg.Actor))
 	takeMessage(t, conn, cfg.HappyEnd, 15*time.Second)
 
-	closeConnections(t, "asya-sidecar/"+cfg.Actor)
+	testenv.CloseBrokerConnections(t, "asya-sidecar/"+cfg.Actor, 10*time.Second)
 	publish(t, conn, cfg.Actor, envelopeOf("m11", 2, 0, cfg.Actor))
 	if got := decode(t, takeMessage(t, conn, cfg.HappyEnd, 20*time.Second)); got.ID != "m11" {
 		t.Errorf("happy-end got %+v, want m11", got)
 	}
-}
-
-// closeConnections has the broker close the connections of that name.
-func closeConnections(t *testing.T, name string) {
-	t.Helper()
-	var conns []struct {
-		Name             string `json:"name"`
-		ClientProperties struct {
-			ConnectionName string `json:"connection_name"`
-		} `json:"client_properties"`
-	}
-	testenv.Eventually(t, 10*time.Second, "connection "+name+" listed", func() bool {
-		testenv.Management(t, http.MethodGet, "/api/connections", &conns)
-		for _, c := range conns {
-			if c.ClientProperties.ConnectionName == name {
-				testenv.Management(t, http.MethodDelete, "/api/connections/"+url.PathEscape(c.Name), nil)
-				return true
-			}
-		}
-		return false
-	})
 }
 
 func TestRabbitUnroutableSendFails(t *testing.T) {

@@ -198,3 +198,29 @@ func BrokerConnections(t testing.TB, name string) int {
 	}
 	return n
 }
+
+// CloseBrokerConnections has the broker close every connection with the
+// given name, once it lists one (within the time given).
+func CloseBrokerConnections(t testing.TB, name string, within time.Duration) {
+	t.Helper()
+	var conns []struct {
+		Name             string `json:"name"`
+		ClientProperties struct {
+			ConnectionName string `json:"connection_name"`
+		} `json:"client_properties"`
+	}
+	Eventually(t, within, "connection "+name+" listed by the broker", func() bool {
+		Management(t, http.MethodGet, "/api/connections", &conns)
+		for _, c := range conns {
+			if c.ClientProperties.ConnectionName == name {
+				return true
+			}
+		}
+		return false
+	})
+	for _, c := range conns {
+		if c.ClientProperties.ConnectionName == name {
+			Management(t, http.MethodDelete, "/api/connections/"+url.PathEscape(c.Name), nil)
+		}
+	}
+}

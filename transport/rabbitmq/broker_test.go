@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"net/http"
-	"net/url"
 	"strings"
 	"sync"
 	"testing"
@@ -291,7 +290,7 @@ func TestRabbitMQReconnectsAfterTheBrokerClosesTheConnection(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Force-close from the broker side, as an operator or a restart would.
-	closeBrokerConnections(t, r.ConnectionName())
+	testenv.CloseBrokerConnections(t, r.ConnectionName(), 5*time.Second)
 	testenv.Eventually(t, 5*time.Second, "the client sees the close", dropped.IsClosed)
 	// The background reconnect opens a new connection without any call.
 	testenv.Eventually(t, 5*time.Second, "reconnected", func() bool {
@@ -361,31 +360,6 @@ func TestRabbitMQParallelEnsuresShareOneConnection(t *testing.T) {
 	t.Logf("AMQP connections used by the transport: %d", conns)
 	if conns != 1 {
 		t.Errorf("%d AMQP connections for one transport, want 1", conns)
-	}
-}
-
-// closeBrokerConnections closes, on the broker, the connections named name.
-func closeBrokerConnections(t *testing.T, name string) {
-	t.Helper()
-	var conns []struct {
-		Name             string `json:"name"`
-		ClientProperties struct {
-			ConnectionName string `json:"connection_name"`
-		} `json:"client_properties"`
-	}
-	testenv.Eventually(t, 5*time.Second, "connection listed by the broker", func() bool {
-		testenv.Management(t, http.MethodGet, "/api/connections", &conns)
-		for _, c := range conns {
-			if c.ClientProperties.ConnectionName == name {
-				return true
-			}
-		}
-		return false
-	})
-	for _, c := range conns {
-		if c.ClientProperties.ConnectionName == name {
-			testenv.Management(t, http.MethodDelete, "/api/connections/"+url.PathEscape(c.Name), nil)
-		}
 	}
 }
 
