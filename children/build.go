@@ -20,7 +20,7 @@ func Build(in Input, tmpl corev1.PodTemplateSpec) []Object {
 	if sa := ServiceAccount(in); sa != nil {
 		objs = append(objs, sa)
 	}
-	if !in.RuntimeInTemplate {
+	if in.Runtime.UsesConfigMap() {
 		objs = append(objs, RuntimeConfigMap(in))
 	}
 	objs = append(objs, Workload(in, tmpl))

@@ -7,6 +7,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/asya-sh/asya-sync/api/v1alpha1"
+	"github.com/asya-sh/asya-sync/config"
 	"github.com/asya-sh/asya-sync/transport"
 )
 
@@ -26,10 +27,10 @@ type Input struct {
 	// RuntimeScript is the asya_runtime.py source and its hash.
 	RuntimeScript string
 	RuntimeHash   string
-	// RuntimeInTemplate delivers the script in the pod template (an
-	// annotation the downward API projects into the pods) instead of a
-	// ConfigMap child.
-	RuntimeInTemplate bool
+	// Runtime is how the script reaches the pods: a ConfigMap child, an
+	// annotation of the pod template, or an init container of RuntimeImage.
+	Runtime      config.RuntimeDelivery
+	RuntimeImage string
 	// ScalingActive: KEDA owns the replica count (spec.scaling.enabled, the
 	// cluster has KEDA, the actor owns its queue), so the workload leaves
 	// replicas to KEDA's HPA and a ScaledObject is built. Otherwise the

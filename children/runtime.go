@@ -1,6 +1,12 @@
 package children
 
-import corev1 "k8s.io/api/core/v1"
+import (
+	"path"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/utils/ptr"
+)
 
 // Paths shared by the runtime and the sidecar.
 const (
@@ -9,6 +15,42 @@ const (
 	RuntimeScriptKey  = "asya_runtime.py"
 	readyCheck        = "test -S " + SocketDir + "/asya-runtime.sock && test -f " + SocketDir + "/runtime-ready"
 )
+
+// RuntimeWriterContainer is the init container that writes the runtime
+// script into the pod (config.RuntimeInitContainer). It runs asya-sync's
+// own image, whose binary holds the script, as that image's nonroot user.
+const (
+	RuntimeWriterContainer = "asya-runtime-init"
+	runtimeWriterUID       = 65532
+)
+
+// runtimeWriter writes the script into the asya-runtime volume, which the
+// runtime container then mounts like the ConfigMap's. Its resources are
+// set so that namespaces whose quota demands them admit the pod; the
+// requests are below any container's, so the pod's own do not change, and
+// the CPU limit lets the binary start without being throttled.
+func (in Input) runtimeWriter() corev1.Container {
+	resources := corev1.ResourceRequirements{
+		Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("10m"), corev1.ResourceMemory: resource.MustParse("16Mi")},
+		Limits:   corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("100m"), corev1.ResourceMemory: resource.MustParse("64Mi")},
+	}
+	return corev1.Container{
+		Name:            RuntimeWriterContainer,
+		Image:           in.RuntimeImage,
+		ImagePullPolicy: corev1.PullIfNotPresent,
+		Command:         []string{"/asya-sync", "write-runtime", RuntimeScriptPath},
+		VolumeMounts:    []corev1.VolumeMount{{Name: volumeRuntime, MountPath: path.Dir(RuntimeScriptPath)}},
+		Resources:       resources,
+		SecurityContext: &corev1.SecurityContext{
+			AllowPrivilegeEscalation: ptr.To(false),
+			Capabilities:             &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}},
+			ReadOnlyRootFilesystem:   ptr.To(true),
+			RunAsNonRoot:             ptr.To(true),
+			RunAsUser:                ptr.To[int64](runtimeWriterUID),
+			SeccompProfile:           &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
+		},
+	}
+}
 
 // wireRuntime turns the user's asya-runtime container into one that runs
 // the runtime script. The user's env wins except for ASYA_SOCKET_DIR, which

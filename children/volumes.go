@@ -5,6 +5,8 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/utils/ptr"
+
+	"github.com/asya-sh/asya-sync/config"
 )
 
 // Volume names the service adds to every pod.
@@ -28,16 +30,20 @@ func (in Input) volumes() []corev1.Volume {
 }
 
 // runtimeSource holds the runtime script as the file RuntimeScriptKey:
-// the actor's ConfigMap, or the pod's own AnnotationRuntimeScript.
+// the actor's ConfigMap, the pod's own AnnotationRuntimeScript, or an
+// emptyDir the init container writes it into.
 func (in Input) runtimeSource() corev1.VolumeSource {
 	mode := ptr.To[int32](0o755)
-	if in.RuntimeInTemplate {
+	switch in.Runtime {
+	case config.RuntimePodTemplate:
 		return corev1.VolumeSource{DownwardAPI: &corev1.DownwardAPIVolumeSource{
 			Items: []corev1.DownwardAPIVolumeFile{{Path: RuntimeScriptKey,
 				FieldRef: &corev1.ObjectFieldSelector{APIVersion: "v1",
 					FieldPath: "metadata.annotations['" + AnnotationRuntimeScript + "']"}}},
 			DefaultMode: mode,
 		}}
+	case config.RuntimeInitContainer:
+		return corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}
 	}
 	return corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{
 		LocalObjectReference: corev1.LocalObjectReference{Name: RuntimeConfigMapName(in.Actor.Name)},

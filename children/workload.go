@@ -9,6 +9,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/asya-sh/asya-sync/api/v1alpha1"
+	"github.com/asya-sh/asya-sync/config"
 )
 
 // AnnotationRuntimeHash rolls the pods when the runtime script changes: a
@@ -16,7 +17,7 @@ import (
 const AnnotationRuntimeHash = "asya.sh/runtime-hash"
 
 // AnnotationRuntimeScript holds the script itself on the pod template when
-// it is delivered there (Input.RuntimeInTemplate).
+// it is delivered there (config.RuntimePodTemplate).
 const AnnotationRuntimeScript = "asya.sh/runtime-script"
 
 // Workload returns the actor's Deployment or StatefulSet around its pod
@@ -87,6 +88,9 @@ func PodTemplate(in Input) corev1.PodTemplateSpec {
 		}
 	}
 	spec.Containers = append(spec.Containers, in.sidecar())
+	if in.Runtime == config.RuntimeInitContainer {
+		spec.InitContainers = append([]corev1.Container{in.runtimeWriter()}, spec.InitContainers...)
+	}
 	spec.Volumes = addVolumes(spec.Volumes, in.volumes())
 	spec.TerminationGracePeriodSeconds = ptr.To(*in.Actor.Spec.Timeout.GracefulShutdown)
 	spec.SecurityContext = withDefaultSeccomp(spec.SecurityContext, spec.OS)
@@ -106,7 +110,7 @@ func PodTemplate(in Input) corev1.PodTemplateSpec {
 // the script itself when it is delivered there.
 func (in Input) templateAnnotations() map[string]string {
 	a := map[string]string{AnnotationRuntimeHash: in.RuntimeHash}
-	if in.RuntimeInTemplate {
+	if in.Runtime == config.RuntimePodTemplate {
 		a[AnnotationRuntimeScript] = in.RuntimeScript
 	}
 	return a

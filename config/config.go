@@ -31,6 +31,9 @@ type Config struct {
 	Transports             map[string]Transport    `json:"transports"`
 	Watch                  Watch                   `json:"watch"`
 	RuntimeDelivery        RuntimeDelivery         `json:"runtimeDelivery"`
+	// RuntimeImage is asya-sync's own image, whose binary writes the
+	// runtime script into the pods with RuntimeInitContainer.
+	RuntimeImage string `json:"runtimeImage"`
 }
 
 // Watch says which related objects the customize hook asks Metacontroller
@@ -65,7 +68,18 @@ const (
 	// the pods by the downward API. No ConfigMap child, so Metacontroller
 	// need not watch the cluster's ConfigMaps.
 	RuntimePodTemplate RuntimeDelivery = "podTemplate"
+	// RuntimeInitContainer: an init container of RuntimeImage writes the
+	// script built into its binary into the pod. Neither the children nor
+	// etcd carry the script, so Metacontroller holds and sends the fewest
+	// bytes per actor.
+	RuntimeInitContainer RuntimeDelivery = "initContainer"
 )
+
+// UsesConfigMap reports whether the script travels in a ConfigMap child:
+// the default, also when the delivery is left unset.
+func (d RuntimeDelivery) UsesConfigMap() bool {
+	return d != RuntimePodTemplate && d != RuntimeInitContainer
+}
 
 // Transport is one named transport: its name, whether it is enabled, and
 // its kind with the kind's decoded and checked settings.
@@ -123,6 +137,7 @@ func Parse(data []byte) (*Config, error) {
 			Namesakes *bool `json:"namesakes"`
 		} `json:"watch"`
 		RuntimeDelivery RuntimeDelivery `json:"runtimeDelivery"`
+		RuntimeImage    string          `json:"runtimeImage"`
 	}
 	if err := decodeStrict(data, &raw); err != nil {
 		return nil, err
@@ -138,13 +153,18 @@ func Parse(data []byte) (*Config, error) {
 			Namesakes: ptr.Deref(raw.Watch.Namesakes, WatchAll.Namesakes),
 		},
 		RuntimeDelivery: raw.RuntimeDelivery,
+		RuntimeImage:    raw.RuntimeImage,
 	}
 	switch cfg.RuntimeDelivery {
 	case "":
 		cfg.RuntimeDelivery = RuntimeConfigMap
 	case RuntimeConfigMap, RuntimePodTemplate:
+	case RuntimeInitContainer:
+		if cfg.RuntimeImage == "" {
+			return nil, fmt.Errorf("runtimeImage: required with runtimeDelivery %s: asya-sync's own image, whose binary writes the runtime script", RuntimeInitContainer)
+		}
 	default:
-		return nil, fmt.Errorf("runtimeDelivery: %q is not %s or %s", raw.RuntimeDelivery, RuntimeConfigMap, RuntimePodTemplate)
+		return nil, fmt.Errorf("runtimeDelivery: %q is not %s, %s or %s", raw.RuntimeDelivery, RuntimeConfigMap, RuntimePodTemplate, RuntimeInitContainer)
 	}
 	if cfg.SidecarSecurityContext == nil {
 		cfg.SidecarSecurityContext = DefaultSidecarSecurityContext()

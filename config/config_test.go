@@ -75,7 +75,8 @@ func TestParseErrorsNameTheKey(t *testing.T) {
 		{"negative ttl", "queueCacheTTL: -1m", "queueCacheTTL: must not be negative"},
 		{"bad ttl", "queueCacheTTL: soon", "soon"},
 		{"unknown watch key", "watch: {hpas: false}", `unknown field "hpas"`},
-		{"unknown runtime delivery", "runtimeDelivery: inline", `runtimeDelivery: "inline" is not configMap or podTemplate`},
+		{"unknown runtime delivery", "runtimeDelivery: inline", `runtimeDelivery: "inline" is not configMap, podTemplate or initContainer`},
+		{"init container without image", "runtimeDelivery: initContainer", "runtimeImage: required with runtimeDelivery initContainer"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -95,6 +96,13 @@ func TestWatchAndRuntimeDelivery(t *testing.T) {
 	want := Watch{Pods: false, Secrets: true, Namesakes: false}
 	if cfg.Watch != want || cfg.RuntimeDelivery != RuntimePodTemplate {
 		t.Errorf("watch = %+v, runtimeDelivery = %q; want %+v and podTemplate", cfg.Watch, cfg.RuntimeDelivery, want)
+	}
+	cfg, err = Parse([]byte("runtimeDelivery: initContainer\nruntimeImage: registry.example/asya-sync:1.0.0"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.RuntimeDelivery != RuntimeInitContainer || cfg.RuntimeImage != "registry.example/asya-sync:1.0.0" {
+		t.Errorf("runtimeDelivery = %q, runtimeImage = %q; want initContainer and the image", cfg.RuntimeDelivery, cfg.RuntimeImage)
 	}
 }
 

@@ -95,7 +95,8 @@ func (h *Handler) childrenInput(a *assessment) children.Input {
 		GatewayURL:             h.Config.GatewayURL,
 		RuntimeScript:          h.Script.Source,
 		RuntimeHash:            h.Script.Hash,
-		RuntimeInTemplate:      h.Config.RuntimeDelivery == config.RuntimePodTemplate,
+		Runtime:                h.Config.RuntimeDelivery,
+		RuntimeImage:           h.Config.RuntimeImage,
 		ScalingActive:          a.scalingActive,
 		Standby:                a.standby,
 	}

@@ -18,6 +18,7 @@ Usage:
                    [--max-concurrent-syncs N] [--hook-timeout DURATION]
                    [--actor-status-window DURATION]
   asya-sync render -f ACTOR.yaml [--config FILE]
+  asya-sync write-runtime FILE     writes the embedded runtime script
   asya-sync version                (also --version)
 
 The configuration file defaults to $ASYA_SYNC_CONFIG; $ASYA_RUNTIME_SCRIPT_PATH
@@ -43,6 +44,8 @@ func main() {
 		err = runServe(os.Args[2:])
 	case "render":
 		err = runRender(os.Args[2:], os.Stdout)
+	case "write-runtime":
+		err = runWriteRuntime(os.Args[2:])
 	case "version", "--version":
 		fmt.Println(version.Get())
 		return

@@ -16,7 +16,6 @@ import (
 	"github.com/asya-sh/asya-sync/api/hook"
 	"github.com/asya-sh/asya-sync/api/v1alpha1"
 	"github.com/asya-sh/asya-sync/config"
-	asyaruntime "github.com/asya-sh/asya-sync/runtime"
 	hooksync "github.com/asya-sh/asya-sync/sync"
 )
 
@@ -49,7 +48,7 @@ func renderHandler(configPath string) (*hooksync.Handler, error) {
 			return nil, err
 		}
 	}
-	script, err := asyaruntime.Load(os.Getenv("ASYA_RUNTIME_SCRIPT_PATH"))
+	script, err := runtimeScript(cfg)
 	if err != nil {
 		return nil, err
 	}

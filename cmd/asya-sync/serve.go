@@ -17,7 +17,6 @@ import (
 
 	"github.com/asya-sh/asya-sync/config"
 	"github.com/asya-sh/asya-sync/internal/version"
-	asyaruntime "github.com/asya-sh/asya-sync/runtime"
 	hooksync "github.com/asya-sh/asya-sync/sync"
 	"github.com/asya-sh/asya-sync/transport"
 )
@@ -97,7 +96,7 @@ func newServer(f serveFlags, log zerolog.Logger) (*server, *credentials, transpo
 	if err != nil {
 		return nil, nil, transport.Set{}, err
 	}
-	script, err := asyaruntime.Load(os.Getenv("ASYA_RUNTIME_SCRIPT_PATH"))
+	script, err := runtimeScript(cfg)
 	if err != nil {
 		return nil, nil, transport.Set{}, err
 	}

@@ -1,0 +1,31 @@
+package main
+
+import (
+	"fmt"
+	"os"
+
+	"github.com/asya-sh/asya-sync/config"
+	asyaruntime "github.com/asya-sh/asya-sync/runtime"
+)
+
+// runtimeScript is the script actors run: the embedded one, or the file
+// $ASYA_RUNTIME_SCRIPT_PATH names. With runtimeDelivery initContainer the
+// pods get the script of runtimeImage's binary, so a replacement could
+// never reach them and is refused.
+func runtimeScript(cfg *config.Config) (asyaruntime.Script, error) {
+	path := os.Getenv("ASYA_RUNTIME_SCRIPT_PATH")
+	if path != "" && cfg.RuntimeDelivery == config.RuntimeInitContainer {
+		return asyaruntime.Script{}, fmt.Errorf("ASYA_RUNTIME_SCRIPT_PATH cannot replace the script with runtimeDelivery %s: the pods run the script built into %s",
+			config.RuntimeInitContainer, cfg.RuntimeImage)
+	}
+	return asyaruntime.Load(path)
+}
+
+// runWriteRuntime writes the embedded runtime script to the path given,
+// executable: the init container of runtimeDelivery initContainer.
+func runWriteRuntime(args []string) error {
+	if len(args) != 1 {
+		return fmt.Errorf("write-runtime takes one argument, the file to write")
+	}
+	return os.WriteFile(args[0], []byte(asyaruntime.Embedded().Source), 0o755)
+}
