@@ -5,13 +5,16 @@ package e2e
 import (
 	"bufio"
 	"context"
+	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -27,9 +30,11 @@ import (
 //
 //	ASYA_METACONTROLLER_BIN=/path/to/metacontroller \
 //	ASYA_METACONTROLLER_CRDS=/path/to/metacontroller/manifests/production/metacontroller-crds-v1.yaml \
-//	ASYA_MC_ACTORS=200,1000,2000 ASYA_MC_VARIANTS=no-op,default,lean \
+//	ASYA_MC_ACTORS=200,1000,2000 ASYA_MC_VARIANTS=no-op,one-child,default,lean \
 //	  E2E_TEST_FLAGS=-v .ci/e2e.sh test -run MetacontrollerCost -timeout 120m
 //
+// The floors are "no-op" (no children) and "one-child" (one small
+// Deployment per actor); "lean" is examples/values-large-fleet.yaml.
 // ASYA_MC_POD_EVENTS and ASYA_MC_CONFIGMAPS (0 by default) add the
 // unrelated objects; ASYA_MC_BASE_BIN and ASYA_MC_BASE_CHART name another
 // build of asya-sync and its chart for the variant "base" (the code before
@@ -57,12 +62,10 @@ func TestMetacontrollerCost(t *testing.T) {
 	if env.keda != nil {
 		env.keda.pause(t) // KEDA would act on the actors; the measurement is Metacontroller's
 	}
-	noop := httptest.NewServer(http.HandlerFunc(noopHook))
-	defer noop.Close()
 	var rows []string
 	for _, n := range envInts("ASYA_MC_ACTORS", "200") {
-		for _, name := range strings.Split(envOr("ASYA_MC_VARIANTS", "no-op,default,lean"), ",") {
-			v := mcVariantNamed(t, name, noop.URL)
+		for _, name := range strings.Split(envOr("ASYA_MC_VARIANTS", "no-op,one-child,default,lean"), ",") {
+			v := mcVariantNamed(t, name)
 			ctx := ctxFor(t, 60*time.Minute)
 			row, err := v.run(t, ctx, bin, n)
 			if err != nil {
@@ -77,15 +80,15 @@ func TestMetacontrollerCost(t *testing.T) {
 		mcHeader, strings.Join(rows, "\n"))
 }
 
-const mcHeader = "| variant | actors | create: wall, Metacontroller CPU | RSS after create | pod events: count, CPU, per event | ConfigMaps: count, RSS added, per ConfigMap | delete: wall, CPU | peak RSS |\n" +
+const mcHeader = "| variant | actors | create: wall, Metacontroller CPU, syncs per actor | RSS, live heap after create | pod events: count, CPU, per event | ConfigMaps: count, RSS added, per ConfigMap | delete: wall, CPU | peak RSS |\n" +
 	"|---|---|---|---|---|---|---|---|"
 
-// mcVariant is one CompositeController and the hook behind it: the no-op
-// floor (noopURL) or an asya-sync service.
+// mcVariant is one CompositeController and the hook behind it: a floor
+// (floor, served by the harness) or an asya-sync service (hook).
 type mcVariant struct {
-	name    string
-	noopURL string
-	hook    *mcService
+	name  string
+	floor http.HandlerFunc
+	hook  *mcService
 }
 
 // mcService is an asya-sync build, its chart, the service configuration
@@ -96,21 +99,25 @@ type mcService struct {
 	noEtag            bool
 }
 
-func mcVariantNamed(t *testing.T, name, noopURL string) mcVariant {
+func mcVariantNamed(t *testing.T, name string) mcVariant {
 	current := mcService{bin: env.syncBin, chart: filepath.Join(env.root, "chart")}
 	v := mcVariant{name: name, hook: &current}
-	switch name {
+	base, noEtag := strings.CutSuffix(name, "+no-etag")
+	current.noEtag = noEtag
+	switch base {
 	case "no-op":
-		return mcVariant{name: name, noopURL: noopURL}
+		return mcVariant{name: name, floor: noopHook}
+	case "one-child":
+		return mcVariant{name: name, floor: oneChildHook}
 	case "base":
 		v.hook = &mcService{bin: os.Getenv("ASYA_MC_BASE_BIN"), chart: os.Getenv("ASYA_MC_BASE_CHART")}
 	case "default":
-	case "no-etag":
-		current.noEtag = true
-	case "lean":
+	case "lean": // examples/values-large-fleet.yaml
+		current.extra = "watch: {pods: false, secrets: false, namesakes: false}\nruntimeDelivery: initContainer\nruntimeImage: asya-sync:test\n"
+	case "lean-podtemplate":
 		current.extra = "watch: {pods: false, secrets: false, namesakes: false}\nruntimeDelivery: podTemplate\n"
 	default:
-		t.Fatalf("unknown variant %q (no-op, base, default, no-etag, lean)", name)
+		t.Fatalf("unknown variant %q (no-op, one-child, base, default, lean, lean-podtemplate; asya-sync's with +no-etag)", name)
 	}
 	return v
 }
@@ -124,7 +131,7 @@ const mcTarget = "asya.sh/cost-measurement"
 // both alike).
 func (v mcVariant) compositeController(t *testing.T, name, hookURL string) obj {
 	if v.hook == nil {
-		return mcNoopCC(name, v.noopURL)
+		return mcFloorCC(name, hookURL)
 	}
 	if v.hook.bin == "" || v.hook.chart == "" {
 		t.Fatalf("variant %s needs ASYA_MC_BASE_BIN and ASYA_MC_BASE_CHART", v.name)
@@ -165,10 +172,10 @@ func (v mcVariant) compositeController(t *testing.T, name, hookURL string) obj {
 	return nil
 }
 
-// mcNoopCC is the floor: a CompositeController with Deployments and
-// ConfigMaps as children, sync and finalize hooks that do nothing, no
-// customize hook and no related resources.
-func mcNoopCC(name, url string) obj {
+// mcFloorCC is a floor's CompositeController: Deployments and ConfigMaps
+// as children, sync and finalize hooks, no customize hook and no related
+// resources.
+func mcFloorCC(name, url string) obj {
 	hook := func(path string) obj { return obj{"version": "v2", "webhook": obj{"url": url + path}} }
 	return obj{"apiVersion": "metacontroller.k8s.io/v1alpha1", "kind": "CompositeController",
 		"metadata": obj{"name": name, "labels": obj{mcTarget: "true"}},
@@ -181,6 +188,42 @@ func mcNoopCC(name, url string) obj {
 			},
 			"hooks": obj{"sync": hook("/sync"), "finalize": hook("/finalize")},
 		}}
+}
+
+// oneChildHook is the floor of any CompositeController with a workload:
+// the no-op's, except that each parent has one small Deployment, which
+// finalize keeps for the garbage collector, as asya-sync's does.
+func oneChildHook(w http.ResponseWriter, r *http.Request) {
+	var req struct {
+		Parent struct {
+			Metadata struct{ Name, Namespace string } `json:"metadata"`
+			Status   json.RawMessage                  `json:"status"`
+		} `json:"parent"`
+	}
+	if err := json.NewDecoder(r.Body).Decode(&req); err != nil {
+		http.Error(w, err.Error(), 400)
+		return
+	}
+	p := req.Parent
+	status := p.Status
+	if len(status) == 0 {
+		status = json.RawMessage("null")
+	}
+	labels := obj{"app": p.Metadata.Name}
+	child, _ := json.Marshal(obj{"apiVersion": "apps/v1", "kind": "Deployment",
+		"metadata": obj{"name": p.Metadata.Name, "namespace": p.Metadata.Namespace},
+		"spec": obj{"replicas": 0, "selector": obj{"matchLabels": labels},
+			"template": obj{"metadata": obj{"labels": labels},
+				"spec": obj{"containers": []any{obj{"name": "c", "image": "registry.invalid/none:1"}}}}}})
+	w.Header().Set("Content-Type", "application/json")
+	switch r.URL.Path {
+	case "/sync":
+		fmt.Fprintf(w, `{"status":%s,"children":[%s]}`, status, child)
+	case "/finalize":
+		fmt.Fprintf(w, `{"status":%s,"children":[%s],"finalized":true}`, status, child)
+	default:
+		http.NotFound(w, r)
+	}
 }
 
 // mcConfig is the service configuration of the harness: one RabbitMQ
@@ -199,10 +242,29 @@ transports:
 
 // run measures one variant at n actors with a fresh Metacontroller.
 func (v mcVariant) run(t *testing.T, ctx context.Context, bin string, n int) (string, error) {
-	id := fmt.Sprintf("%s-%d-%s", strings.ReplaceAll(v.name, "-", ""), n, env.runID)
-	hookURL := ""
+	alnum := strings.Map(func(r rune) rune {
+		if 'a' <= r && r <= 'z' || '0' <= r && r <= '9' {
+			return r
+		}
+		return -1
+	}, v.name)
+	id := fmt.Sprintf("%s-%d-%s", alnum, n, env.runID)
+	var hookURL string
+	var syncs func() float64
 	if v.hook != nil {
 		hookURL = startExtraService(t, "cost-"+id, v.hook.bin, mcConfig+v.hook.extra, nil)
+		syncs = func() float64 { return scrapeSum(hookURL+"/metrics", `asya_sync_hook_calls_total{code="200",hook="sync"`) }
+	} else {
+		var calls atomic.Int64
+		floor := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if r.URL.Path == "/sync" {
+				calls.Add(1)
+			}
+			v.floor(w, r)
+		}))
+		defer floor.Close()
+		hookURL = floor.URL
+		syncs = func() float64 { return float64(calls.Load()) }
 	}
 	k := env.cluster.client
 	ccName := "cost-" + id
@@ -235,7 +297,7 @@ func (v mcVariant) run(t *testing.T, ctx context.Context, bin string, n int) (st
 
 	// Create: every actor has a status for its generation, then
 	// Metacontroller goes idle.
-	cpu0, start := mc.cpu(), time.Now()
+	cpu0, syncs0, start := mc.cpu(), syncs(), time.Now()
 	if err := parallel(names, func(name string) error {
 		a := loadActor(t, filepath.Join(env.root, "e2e", "testdata", "actors", "manual.yaml"), ns)
 		mapAt(a, "metadata")["name"] = name
@@ -252,7 +314,8 @@ func (v mcVariant) run(t *testing.T, ctx context.Context, bin string, n int) (st
 	if err := mc.idle(ctx, 3*time.Second); err != nil {
 		return "", err
 	}
-	row += fmt.Sprintf(" %.1f s, %.1f s | %s |", settled.Sub(start).Seconds(), mc.cpu()-cpu0, mb(mc.mem("VmRSS")))
+	row += fmt.Sprintf(" %.1f s, %.1f s, %.1f | %s, %s |", settled.Sub(start).Seconds(), mc.cpu()-cpu0,
+		(syncs()-syncs0)/float64(n), mb(mc.mem("VmRSS")), mb(mc.liveHeap()))
 
 	// Unrelated pod events: pods in a namespace with no actor, each
 	// created, relabelled twice and deleted (nothing schedules them).
@@ -296,9 +359,39 @@ func (v mcVariant) run(t *testing.T, ctx context.Context, bin string, n int) (st
 	return row, nil
 }
 
-// mcProcess is a running Metacontroller.
+// scrapeSum adds up the Prometheus samples at url whose series starts
+// with prefix.
+func scrapeSum(url, prefix string) float64 {
+	resp, err := http.Get(url)
+	if err != nil {
+		return 0
+	}
+	defer resp.Body.Close()
+	sum := 0.0
+	for sc := bufio.NewScanner(resp.Body); sc.Scan(); {
+		if line := sc.Text(); strings.HasPrefix(line, prefix) {
+			v, _ := strconv.ParseFloat(line[strings.LastIndexByte(line, ' ')+1:], 64)
+			sum += v
+		}
+	}
+	return sum
+}
+
+// mcProcess is a running Metacontroller and its metrics and pprof
+// addresses.
 type mcProcess struct {
 	*process
+	metrics, pprof string
+}
+
+// liveHeap is the heap Metacontroller's objects hold: collected first, so
+// that garbage the runtime has not yet reclaimed does not count.
+func (m *mcProcess) liveHeap() int64 {
+	if resp, err := http.Get("http://" + m.pprof + "/debug/pprof/heap?gc=1"); err == nil {
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+	}
+	return int64(scrapeSum("http://"+m.metrics+"/metrics", "go_memstats_heap_alloc_bytes "))
 }
 
 func mcStart(t *testing.T, bin, id string) (*mcProcess, error) {
@@ -320,7 +413,7 @@ func mcStart(t *testing.T, bin, id string) (*mcProcess, error) {
 		p.stop(5 * time.Second)
 		return nil, err
 	}
-	return &mcProcess{p}, nil
+	return &mcProcess{p, fmt.Sprintf("127.0.0.1:%d", ports[0]), fmt.Sprintf("127.0.0.1:%d", ports[2])}, nil
 }
 
 // cpu is the process's user and system time so far, in seconds.

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -169,15 +170,20 @@ func TestNodeRestricted(t *testing.T) {
 	ns := nodeNamespace(t, ctx, "node-e2e-restricted", obj{"pod-security.kubernetes.io/enforce": "restricted"})
 	b := nodeBrokers[0]
 	happy := newCollector(t, ctx, b, "happy-end")
-	a := nodeActor(ns, "restricted", b.transport, "handlers.process")
+	runReadyActor(t, ctx, d, restrictedActor(nodeActor(ns, "restricted", b.transport, "handlers.process")))
+	m := message("restricted", obj{"n": 1})
+	b.send(t, ctx, "restricted", m)
+	happy.await(t, ctx, 30*time.Second, m.ID)
+}
+
+// restrictedActor makes the user's part of the actor's pod meet Pod
+// Security "restricted": the runtime runs as uid 2000.
+func restrictedActor(a obj) obj {
 	pod := mapAt(a, "spec", "workload", "template", "spec")
 	pod["securityContext"] = obj{"runAsNonRoot": true, "seccompProfile": obj{"type": "RuntimeDefault"}}
 	runtimeContainer(a)["securityContext"] = obj{"runAsUser": 2000, "allowPrivilegeEscalation": false,
 		"capabilities": obj{"drop": []any{"ALL"}}}
-	runReadyActor(t, ctx, d, a)
-	m := message("restricted", obj{"n": 1})
-	b.send(t, ctx, "restricted", m)
-	happy.await(t, ctx, 30*time.Second, m.ID)
+	return a
 }
 
 // TestNodeReadyOnlyOnceServing: a runtime that takes 6 s to load its
@@ -382,22 +388,28 @@ func useNodeService(t *testing.T, ctx context.Context, r nodeSetup) {
 	})
 }
 
-// TestNodeRuntimeInPodTemplate: with runtimeDelivery podTemplate the
-// runtime script reaches the pod through the downward API, with no
-// ConfigMap, and the pod processes messages.
-func TestNodeRuntimeInPodTemplate(t *testing.T) {
+// TestNodeRuntimeDelivery: with runtimeDelivery podTemplate the runtime
+// script reaches the pod through the downward API, and with initContainer
+// through asya-sync's own image; no ConfigMap exists either way, and the
+// pod, in a namespace that enforces Pod Security "restricted", processes
+// messages.
+func TestNodeRuntimeDelivery(t *testing.T) {
 	d := nodeDriver(t)
-	ctx := context.Background()
-	ns := nodeNamespace(t, ctx, "node-e2e-podtemplate", nil)
-	useNodeService(t, ctx, nodeSetup{tag: nodeDefault.tag, delivery: "podTemplate"})
-	b := nodeBrokers[0]
-	happy := newCollector(t, ctx, b, "happy-end")
-	runReadyActor(t, ctx, d, nodeActor(ns, "inline", b.transport, "handlers.process"))
-	cms, err := env.cluster.client.list(ctx, gvr{APIVersion: "v1", Resource: "configmaps", Kind: "ConfigMap", Namespaced: true}, ns, "asya.sh/asya=inline")
-	if err != nil || len(cms) != 0 {
-		t.Errorf("ConfigMaps of the actor: %d (%v), want none", len(cms), err)
+	for _, delivery := range []string{"podTemplate", "initContainer"} {
+		t.Run(delivery, func(t *testing.T) {
+			ctx := context.Background()
+			ns := nodeNamespace(t, ctx, "node-e2e-"+strings.ToLower(delivery), obj{"pod-security.kubernetes.io/enforce": "restricted"})
+			useNodeService(t, ctx, nodeSetup{tag: nodeDefault.tag, delivery: delivery})
+			b := nodeBrokers[0]
+			happy := newCollector(t, ctx, b, "happy-end")
+			runReadyActor(t, ctx, d, restrictedActor(nodeActor(ns, "inline", b.transport, "handlers.process")))
+			cms, err := env.cluster.client.list(ctx, gvr{APIVersion: "v1", Resource: "configmaps", Kind: "ConfigMap", Namespaced: true}, ns, "asya.sh/asya=inline")
+			if err != nil || len(cms) != 0 {
+				t.Errorf("ConfigMaps of the actor: %d (%v), want none", len(cms), err)
+			}
+			m := message("inline", obj{"n": 1})
+			b.send(t, ctx, "inline", m)
+			happy.await(t, ctx, 30*time.Second, m.ID)
+		})
 	}
-	m := message("inline", obj{"n": 1})
-	b.send(t, ctx, "inline", m)
-	happy.await(t, ctx, 30*time.Second, m.ID)
 }
