@@ -48,9 +48,13 @@ func validateContainers(pod corev1.PodSpec) []string {
 		}
 	}
 	for i, c := range pod.InitContainers {
-		if c.Name == v1alpha1.SidecarContainer {
+		switch c.Name {
+		case v1alpha1.SidecarContainer:
 			problems = append(problems, fmt.Sprintf(
 				"%s.initContainers[%d]: the name asya-sidecar is reserved for the injected sidecar", templatePath, i))
+		case children.RuntimeWriterContainer:
+			problems = append(problems, fmt.Sprintf(
+				"%s.initContainers[%d]: the name %s is reserved for the init container that writes the runtime script", templatePath, i, c.Name))
 		}
 	}
 	switch {

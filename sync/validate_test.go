@@ -37,6 +37,9 @@ func TestValidate(t *testing.T) {
 		{"sidecar init container", func(s *v1alpha1.AsyncActorSpec) {
 			s.Workload.Template.Spec.InitContainers = []corev1.Container{{Name: "asya-sidecar"}}
 		}, rabbit, []string{"initContainers[0]: the name asya-sidecar is reserved"}},
+		{"runtime writer init container", func(s *v1alpha1.AsyncActorSpec) {
+			s.Workload.Template.Spec.InitContainers = []corev1.Container{{Name: "setup"}, {Name: "asya-runtime-init"}}
+		}, rabbit, []string{"initContainers[1]: the name asya-runtime-init is reserved"}},
 		{"reserved volume", func(s *v1alpha1.AsyncActorSpec) {
 			s.Workload.Template.Spec.Volumes = []corev1.Volume{{Name: "socket-dir"}}
 		}, rabbit, []string{"volumes[0]: the volume name socket-dir is reserved"}},
