@@ -18,10 +18,12 @@ const (
 
 // RuntimeWriterContainer is the init container that writes the runtime
 // script into the pod (config.RuntimeInitContainer). It runs asya-sync's
-// own image, whose binary holds the script, as that image's nonroot user.
+// own image, whose binary holds the script, as that image's nonroot user,
+// from where the Dockerfile puts the binary.
 const (
 	RuntimeWriterContainer = "asya-runtime-init"
 	runtimeWriterUID       = 65532
+	runtimeWriterBinary    = "/asya-sync"
 )
 
 // runtimeWriter writes the script into the asya-runtime volume, which the
@@ -38,7 +40,7 @@ func (in Input) runtimeWriter() corev1.Container {
 		Name:            RuntimeWriterContainer,
 		Image:           in.RuntimeImage,
 		ImagePullPolicy: corev1.PullIfNotPresent,
-		Command:         []string{"/asya-sync", "write-runtime", RuntimeScriptPath},
+		Command:         []string{runtimeWriterBinary, "write-runtime", RuntimeScriptPath},
 		VolumeMounts:    []corev1.VolumeMount{{Name: volumeRuntime, MountPath: path.Dir(RuntimeScriptPath)}},
 		Resources:       resources,
 		SecurityContext: &corev1.SecurityContext{
