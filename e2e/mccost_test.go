@@ -253,7 +253,9 @@ func (v mcVariant) run(t *testing.T, ctx context.Context, bin string, n int) (st
 	var syncs func() float64
 	if v.hook != nil {
 		hookURL = startExtraService(t, "cost-"+id, v.hook.bin, mcConfig+v.hook.extra, nil)
-		syncs = func() float64 { return scrapeSum(hookURL+"/metrics", `asya_sync_hook_calls_total{code="200",hook="sync"`) }
+		syncs = func() float64 {
+			return scrapeSum(hookURL+"/metrics", `asya_sync_hook_calls_total{code="200",hook="sync"`)
+		}
 	} else {
 		var calls atomic.Int64
 		floor := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
