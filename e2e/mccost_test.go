@@ -47,18 +47,7 @@ func TestMetacontrollerCost(t *testing.T) {
 	if !env.rabbit {
 		t.Skip("RabbitMQ not listening on 127.0.0.1:5672")
 	}
-	// The tier installs only the CompositeController CRD; Metacontroller
-	// also waits for its DecoratorController and ControllerRevision
-	// resources, and exits when they never sync.
-	crds, err := readYAMLDocs(os.Getenv("ASYA_METACONTROLLER_CRDS"))
-	if err != nil {
-		t.Fatalf("ASYA_METACONTROLLER_CRDS: Metacontroller's CRDs (manifests/production/metacontroller-crds-v1.yaml of its repository): %v", err)
-	}
-	for _, crd := range crds {
-		if _, err := env.cluster.client.apply(context.Background(), crd, "e2e"); err != nil {
-			t.Fatalf("CRD %s: %v", str(crd, "metadata", "name"), err)
-		}
-	}
+	applyMetacontrollerCRDs(t)
 	if env.keda != nil {
 		env.keda.pause(t) // KEDA would act on the actors; the measurement is Metacontroller's
 	}
@@ -78,6 +67,23 @@ func TestMetacontrollerCost(t *testing.T) {
 	load, _ := os.ReadFile("/proc/loadavg")
 	t.Logf("Metacontroller %s, load average %s\n%s\n%s", bin, strings.Join(strings.Fields(string(load))[:3], " "),
 		mcHeader, strings.Join(rows, "\n"))
+}
+
+// applyMetacontrollerCRDs installs ASYA_METACONTROLLER_CRDS. The tier
+// installs only the CompositeController CRD; Metacontroller also waits for
+// its DecoratorController and ControllerRevision resources, and exits when
+// they never sync.
+func applyMetacontrollerCRDs(t *testing.T) {
+	t.Helper()
+	crds, err := readYAMLDocs(os.Getenv("ASYA_METACONTROLLER_CRDS"))
+	if err != nil {
+		t.Fatalf("ASYA_METACONTROLLER_CRDS: Metacontroller's CRDs (manifests/production/metacontroller-crds-v1.yaml of its repository): %v", err)
+	}
+	for _, crd := range crds {
+		if _, err := env.cluster.client.apply(context.Background(), crd, "e2e"); err != nil {
+			t.Fatalf("CRD %s: %v", str(crd, "metadata", "name"), err)
+		}
+	}
 }
 
 const mcHeader = "| variant | actors | create: wall, Metacontroller CPU, syncs per actor | RSS, live heap after create | pod events: count, CPU, per event | ConfigMaps: count, live heap added, per ConfigMap | delete: wall, CPU | peak RSS |\n" +
