@@ -112,30 +112,43 @@ func TestFleet(t *testing.T) {
 
 // noopHook answers every hook doing nothing: no related objects, no
 // children, the parent's status unchanged, finalized at once.
-func noopHook(w http.ResponseWriter, r *http.Request) {
-	var req struct {
-		Parent struct {
-			Status json.RawMessage `json:"status"`
-		} `json:"parent"`
-	}
-	if err := json.NewDecoder(r.Body).Decode(&req); err != nil {
-		http.Error(w, err.Error(), 400)
-		return
-	}
-	status := req.Parent.Status
-	if len(status) == 0 {
-		status = json.RawMessage("null")
-	}
-	w.Header().Set("Content-Type", "application/json")
-	switch r.URL.Path {
-	case "/customize":
-		fmt.Fprint(w, `{"relatedResources":[]}`)
-	case "/sync":
-		fmt.Fprintf(w, `{"status":%s,"children":[]}`, status)
-	case "/finalize":
-		fmt.Fprintf(w, `{"status":%s,"children":[],"finalized":true}`, status)
-	default:
-		http.NotFound(w, r)
+var noopHook = floorHook(nil)
+
+// floorHook answers every hook with no related objects, the parent's
+// status unchanged, finalized at once, and the children child(name,
+// namespace) gives for the parent (as JSON objects), also on finalize, so
+// that the garbage collector removes them as it does asya-sync's.
+func floorHook(child func(name, namespace string) []byte) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		var req struct {
+			Parent struct {
+				Metadata struct{ Name, Namespace string } `json:"metadata"`
+				Status   json.RawMessage                  `json:"status"`
+			} `json:"parent"`
+		}
+		if err := json.NewDecoder(r.Body).Decode(&req); err != nil {
+			http.Error(w, err.Error(), 400)
+			return
+		}
+		status := req.Parent.Status
+		if len(status) == 0 {
+			status = json.RawMessage("null")
+		}
+		var children []byte
+		if child != nil {
+			children = child(req.Parent.Metadata.Name, req.Parent.Metadata.Namespace)
+		}
+		w.Header().Set("Content-Type", "application/json")
+		switch r.URL.Path {
+		case "/customize":
+			fmt.Fprint(w, `{"relatedResources":[]}`)
+		case "/sync":
+			fmt.Fprintf(w, `{"status":%s,"children":[%s]}`, status, children)
+		case "/finalize":
+			fmt.Fprintf(w, `{"status":%s,"children":[%s],"finalized":true}`, status, children)
+		default:
+			http.NotFound(w, r)
+		}
 	}
 }
 

@@ -197,40 +197,16 @@ func mcFloorCC(name, url string) obj {
 }
 
 // oneChildHook is the floor of any CompositeController with a workload:
-// the no-op's, except that each parent has one small Deployment, which
-// finalize keeps for the garbage collector, as asya-sync's does.
-func oneChildHook(w http.ResponseWriter, r *http.Request) {
-	var req struct {
-		Parent struct {
-			Metadata struct{ Name, Namespace string } `json:"metadata"`
-			Status   json.RawMessage                  `json:"status"`
-		} `json:"parent"`
-	}
-	if err := json.NewDecoder(r.Body).Decode(&req); err != nil {
-		http.Error(w, err.Error(), 400)
-		return
-	}
-	p := req.Parent
-	status := p.Status
-	if len(status) == 0 {
-		status = json.RawMessage("null")
-	}
-	labels := obj{"app": p.Metadata.Name}
+// the no-op's, except that each parent has one small Deployment.
+var oneChildHook = floorHook(func(name, namespace string) []byte {
+	labels := obj{"app": name}
 	child, _ := json.Marshal(obj{"apiVersion": "apps/v1", "kind": "Deployment",
-		"metadata": obj{"name": p.Metadata.Name, "namespace": p.Metadata.Namespace},
+		"metadata": obj{"name": name, "namespace": namespace},
 		"spec": obj{"replicas": 0, "selector": obj{"matchLabels": labels},
 			"template": obj{"metadata": obj{"labels": labels},
 				"spec": obj{"containers": []any{obj{"name": "c", "image": "registry.invalid/none:1"}}}}}})
-	w.Header().Set("Content-Type", "application/json")
-	switch r.URL.Path {
-	case "/sync":
-		fmt.Fprintf(w, `{"status":%s,"children":[%s]}`, status, child)
-	case "/finalize":
-		fmt.Fprintf(w, `{"status":%s,"children":[%s],"finalized":true}`, status, child)
-	default:
-		http.NotFound(w, r)
-	}
-}
+	return child
+})
 
 // mcConfig is the service configuration of the harness: one RabbitMQ
 // transport whose sidecars read a password Secret, so that customize asks
