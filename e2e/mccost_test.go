@@ -40,14 +40,7 @@ import (
 // build of asya-sync and its chart for the variant "base" (the code before
 // a change).
 func TestMetacontrollerCost(t *testing.T) {
-	bin := os.Getenv("ASYA_METACONTROLLER_BIN")
-	if bin == "" {
-		t.Skip("measures the real Metacontroller: set ASYA_METACONTROLLER_BIN (docs/performance.md, \"What Metacontroller pays\")")
-	}
-	if !env.rabbit {
-		t.Skip("RabbitMQ not listening on 127.0.0.1:5672")
-	}
-	applyMetacontrollerCRDs(t)
+	bin := needMetacontroller(t)
 	if env.keda != nil {
 		env.keda.pause(t) // KEDA would act on the actors; the measurement is Metacontroller's
 	}
@@ -69,12 +62,21 @@ func TestMetacontrollerCost(t *testing.T) {
 		mcHeader, strings.Join(rows, "\n"))
 }
 
-// applyMetacontrollerCRDs installs ASYA_METACONTROLLER_CRDS. The tier
-// installs only the CompositeController CRD; Metacontroller also waits for
-// its DecoratorController and ControllerRevision resources, and exits when
-// they never sync.
-func applyMetacontrollerCRDs(t *testing.T) {
+// needMetacontroller returns the Metacontroller binary built by hand
+// (ASYA_METACONTROLLER_BIN), after installing its CRDs
+// (ASYA_METACONTROLLER_CRDS), and skips the test without it or without
+// RabbitMQ. The tier installs only the CompositeController CRD;
+// Metacontroller also waits for its DecoratorController and
+// ControllerRevision resources, and exits when they never sync.
+func needMetacontroller(t *testing.T) string {
 	t.Helper()
+	bin := os.Getenv("ASYA_METACONTROLLER_BIN")
+	if bin == "" {
+		t.Skip("runs the real Metacontroller: set ASYA_METACONTROLLER_BIN and ASYA_METACONTROLLER_CRDS (docs/testing.md, \"With the real Metacontroller, by hand\")")
+	}
+	if !env.rabbit {
+		t.Skip("RabbitMQ not listening on 127.0.0.1:5672")
+	}
 	crds, err := readYAMLDocs(os.Getenv("ASYA_METACONTROLLER_CRDS"))
 	if err != nil {
 		t.Fatalf("ASYA_METACONTROLLER_CRDS: Metacontroller's CRDs (manifests/production/metacontroller-crds-v1.yaml of its repository): %v", err)
@@ -84,6 +86,7 @@ func applyMetacontrollerCRDs(t *testing.T) {
 			t.Fatalf("CRD %s: %v", str(crd, "metadata", "name"), err)
 		}
 	}
+	return bin
 }
 
 const mcHeader = "| variant | actors | create: wall, Metacontroller CPU, syncs per actor | RSS, live heap after create | pod events: count, CPU, per event | ConfigMaps: count, live heap added, per ConfigMap | delete: wall, CPU | peak RSS |\n" +

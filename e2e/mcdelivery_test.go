@@ -5,7 +5,6 @@ package e2e
 import (
 	"context"
 	"fmt"
-	"os"
 	"path/filepath"
 	"testing"
 	"time"
@@ -21,14 +20,7 @@ import (
 // from the step before would make the template invalid. Like
 // TestMetacontrollerCost it runs only with ASYA_METACONTROLLER_BIN.
 func TestMetacontrollerSwitchesRuntimeDelivery(t *testing.T) {
-	bin := os.Getenv("ASYA_METACONTROLLER_BIN")
-	if bin == "" {
-		t.Skip("runs the real Metacontroller: set ASYA_METACONTROLLER_BIN and ASYA_METACONTROLLER_CRDS (see TestMetacontrollerCost)")
-	}
-	if !env.rabbit {
-		t.Skip("RabbitMQ not listening on 127.0.0.1:5672")
-	}
-	applyMetacontrollerCRDs(t)
+	bin := needMetacontroller(t)
 	ctx := ctxFor(t, 10*time.Minute)
 	k := env.cluster.client
 	ccGVR, err := k.byKind(ctx, "metacontroller.k8s.io/v1alpha1", "CompositeController")
