@@ -7,7 +7,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/asya-sh/asya-sync/api/v1alpha1"
-	"github.com/asya-sh/asya-sync/config"
+	asyaruntime "github.com/asya-sh/asya-sync/runtime"
 	"github.com/asya-sh/asya-sync/transport"
 )
 
@@ -29,7 +29,7 @@ type Input struct {
 	RuntimeHash   string
 	// Runtime is how the script reaches the pods: a ConfigMap child, an
 	// annotation of the pod template, or an init container of RuntimeImage.
-	Runtime      config.RuntimeDelivery
+	Runtime      asyaruntime.Delivery
 	RuntimeImage string
 	// ScalingActive: KEDA owns the replica count (spec.scaling.enabled, the
 	// cluster has KEDA, the actor owns its queue), so the workload leaves

@@ -17,7 +17,7 @@ const (
 )
 
 // RuntimeWriterContainer is the init container that writes the runtime
-// script into the pod (config.RuntimeInitContainer). It runs asya-sync's
+// script into the pod (asyaruntime.InitContainer). It runs asya-sync's
 // own image, whose binary holds the script, as that image's nonroot user,
 // from where the Dockerfile puts the binary.
 const (

@@ -6,7 +6,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/utils/ptr"
 
-	"github.com/asya-sh/asya-sync/config"
+	asyaruntime "github.com/asya-sh/asya-sync/runtime"
 )
 
 // Volume names the service adds to every pod.
@@ -35,14 +35,14 @@ func (in Input) volumes() []corev1.Volume {
 func (in Input) runtimeSource() corev1.VolumeSource {
 	mode := ptr.To[int32](0o755)
 	switch in.Runtime {
-	case config.RuntimePodTemplate:
+	case asyaruntime.PodTemplate:
 		return corev1.VolumeSource{DownwardAPI: &corev1.DownwardAPIVolumeSource{
 			Items: []corev1.DownwardAPIVolumeFile{{Path: RuntimeScriptKey,
 				FieldRef: &corev1.ObjectFieldSelector{APIVersion: "v1",
 					FieldPath: "metadata.annotations['" + AnnotationRuntimeScript + "']"}}},
 			DefaultMode: mode,
 		}}
-	case config.RuntimeInitContainer:
+	case asyaruntime.InitContainer:
 		return corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}
 	}
 	return corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{

@@ -9,7 +9,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/asya-sh/asya-sync/api/v1alpha1"
-	"github.com/asya-sh/asya-sync/config"
+	asyaruntime "github.com/asya-sh/asya-sync/runtime"
 )
 
 // AnnotationRuntimeHash rolls the pods when the runtime script changes: a
@@ -17,7 +17,7 @@ import (
 const AnnotationRuntimeHash = "asya.sh/runtime-hash"
 
 // AnnotationRuntimeScript holds the script itself on the pod template when
-// it is delivered there (config.RuntimePodTemplate).
+// it is delivered there (asyaruntime.PodTemplate).
 const AnnotationRuntimeScript = "asya.sh/runtime-script"
 
 // Workload returns the actor's Deployment or StatefulSet around its pod
@@ -88,7 +88,7 @@ func PodTemplate(in Input) corev1.PodTemplateSpec {
 		}
 	}
 	spec.Containers = append(spec.Containers, in.sidecar())
-	if in.Runtime == config.RuntimeInitContainer {
+	if in.Runtime == asyaruntime.InitContainer {
 		spec.InitContainers = append([]corev1.Container{in.runtimeWriter()}, spec.InitContainers...)
 	}
 	spec.Volumes = addVolumes(spec.Volumes, in.volumes())
@@ -110,7 +110,7 @@ func PodTemplate(in Input) corev1.PodTemplateSpec {
 // the script itself when it is delivered there.
 func (in Input) templateAnnotations() map[string]string {
 	a := map[string]string{AnnotationRuntimeHash: in.RuntimeHash}
-	if in.Runtime == config.RuntimePodTemplate {
+	if in.Runtime == asyaruntime.PodTemplate {
 		a[AnnotationRuntimeScript] = in.RuntimeScript
 	}
 	return a

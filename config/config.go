@@ -16,6 +16,7 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/yaml"
 
+	asyaruntime "github.com/asya-sh/asya-sync/runtime"
 	"github.com/asya-sh/asya-sync/transport"
 )
 
@@ -30,9 +31,9 @@ type Config struct {
 	QueueCacheTTL          metav1.Duration         `json:"queueCacheTTL"`
 	Transports             map[string]Transport    `json:"transports"`
 	Watch                  Watch                   `json:"watch"`
-	RuntimeDelivery        RuntimeDelivery         `json:"runtimeDelivery"`
+	RuntimeDelivery        asyaruntime.Delivery    `json:"runtimeDelivery"`
 	// RuntimeImage is asya-sync's own image, whose binary writes the
-	// runtime script into the pods with RuntimeInitContainer.
+	// runtime script into the pods with asyaruntime.InitContainer.
 	RuntimeImage string `json:"runtimeImage"`
 }
 
@@ -57,29 +58,6 @@ type Watch struct {
 
 // WatchAll is the default: everything the status can report.
 var WatchAll = Watch{Pods: true, Secrets: true, Namesakes: true}
-
-// RuntimeDelivery is how the runtime script reaches an actor's pods.
-type RuntimeDelivery string
-
-const (
-	// RuntimeConfigMap: a per-actor ConfigMap child, mounted into the pods.
-	RuntimeConfigMap RuntimeDelivery = "configMap"
-	// RuntimePodTemplate: an annotation of the pod template, projected into
-	// the pods by the downward API. No ConfigMap child, so Metacontroller
-	// need not watch the cluster's ConfigMaps.
-	RuntimePodTemplate RuntimeDelivery = "podTemplate"
-	// RuntimeInitContainer: an init container of RuntimeImage writes the
-	// script built into its binary into the pod. Neither the children nor
-	// etcd carry the script, so Metacontroller holds and sends the fewest
-	// bytes per actor.
-	RuntimeInitContainer RuntimeDelivery = "initContainer"
-)
-
-// UsesConfigMap reports whether the script travels in a ConfigMap child:
-// the default, also when the delivery is left unset.
-func (d RuntimeDelivery) UsesConfigMap() bool {
-	return d != RuntimePodTemplate && d != RuntimeInitContainer
-}
 
 // Transport is one named transport: its name, whether it is enabled, and
 // its kind with the kind's decoded and checked settings.
@@ -136,8 +114,8 @@ func Parse(data []byte) (*Config, error) {
 			Secrets   *bool `json:"secrets"`
 			Namesakes *bool `json:"namesakes"`
 		} `json:"watch"`
-		RuntimeDelivery RuntimeDelivery `json:"runtimeDelivery"`
-		RuntimeImage    string          `json:"runtimeImage"`
+		RuntimeDelivery asyaruntime.Delivery `json:"runtimeDelivery"`
+		RuntimeImage    string               `json:"runtimeImage"`
 	}
 	if err := decodeStrict(data, &raw); err != nil {
 		return nil, err
@@ -157,14 +135,14 @@ func Parse(data []byte) (*Config, error) {
 	}
 	switch cfg.RuntimeDelivery {
 	case "":
-		cfg.RuntimeDelivery = RuntimeConfigMap
-	case RuntimeConfigMap, RuntimePodTemplate:
-	case RuntimeInitContainer:
+		cfg.RuntimeDelivery = asyaruntime.ConfigMap
+	case asyaruntime.ConfigMap, asyaruntime.PodTemplate:
+	case asyaruntime.InitContainer:
 		if cfg.RuntimeImage == "" {
-			return nil, fmt.Errorf("runtimeImage: required with runtimeDelivery %s: asya-sync's own image, whose binary writes the runtime script", RuntimeInitContainer)
+			return nil, fmt.Errorf("runtimeImage: required with runtimeDelivery %s: asya-sync's own image, whose binary writes the runtime script", asyaruntime.InitContainer)
 		}
 	default:
-		return nil, fmt.Errorf("runtimeDelivery: %q is not %s, %s or %s", raw.RuntimeDelivery, RuntimeConfigMap, RuntimePodTemplate, RuntimeInitContainer)
+		return nil, fmt.Errorf("runtimeDelivery: %q is not %s, %s or %s", raw.RuntimeDelivery, asyaruntime.ConfigMap, asyaruntime.PodTemplate, asyaruntime.InitContainer)
 	}
 	if cfg.SidecarSecurityContext == nil {
 		cfg.SidecarSecurityContext = DefaultSidecarSecurityContext()

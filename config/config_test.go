@@ -12,6 +12,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	_ "github.com/asya-sh/asya-sync/internal/golden" // accepts -update like every test package
+	asyaruntime "github.com/asya-sh/asya-sync/runtime"
 	"github.com/asya-sh/asya-sync/transport"
 	"github.com/asya-sh/asya-sync/transport/rabbitmq"
 	"github.com/asya-sh/asya-sync/transport/sqs"
@@ -29,7 +30,7 @@ transports:
 	if cfg.QueueCacheTTL.Duration != 5*time.Minute {
 		t.Errorf("queueCacheTTL = %v, want 5m", cfg.QueueCacheTTL.Duration)
 	}
-	if cfg.Watch != WatchAll || cfg.RuntimeDelivery != RuntimeConfigMap {
+	if cfg.Watch != WatchAll || cfg.RuntimeDelivery != asyaruntime.ConfigMap {
 		t.Errorf("watch = %+v, runtimeDelivery = %q; want everything watched and a ConfigMap", cfg.Watch, cfg.RuntimeDelivery)
 	}
 	rmq := cfg.Transports["rabbitmq"]
@@ -94,14 +95,14 @@ func TestWatchAndRuntimeDelivery(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := Watch{Pods: false, Secrets: true, Namesakes: false}
-	if cfg.Watch != want || cfg.RuntimeDelivery != RuntimePodTemplate {
+	if cfg.Watch != want || cfg.RuntimeDelivery != asyaruntime.PodTemplate {
 		t.Errorf("watch = %+v, runtimeDelivery = %q; want %+v and podTemplate", cfg.Watch, cfg.RuntimeDelivery, want)
 	}
 	cfg, err = Parse([]byte("runtimeDelivery: initContainer\nruntimeImage: registry.example/asya-sync:1.0.0"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if cfg.RuntimeDelivery != RuntimeInitContainer || cfg.RuntimeImage != "registry.example/asya-sync:1.0.0" {
+	if cfg.RuntimeDelivery != asyaruntime.InitContainer || cfg.RuntimeImage != "registry.example/asya-sync:1.0.0" {
 		t.Errorf("runtimeDelivery = %q, runtimeImage = %q; want initContainer and the image", cfg.RuntimeDelivery, cfg.RuntimeImage)
 	}
 }

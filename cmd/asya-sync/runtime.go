@@ -14,9 +14,9 @@ import (
 // never reach them and is refused.
 func runtimeScript(cfg *config.Config) (asyaruntime.Script, error) {
 	path := os.Getenv("ASYA_RUNTIME_SCRIPT_PATH")
-	if path != "" && cfg.RuntimeDelivery == config.RuntimeInitContainer {
+	if path != "" && cfg.RuntimeDelivery == asyaruntime.InitContainer {
 		return asyaruntime.Script{}, fmt.Errorf("ASYA_RUNTIME_SCRIPT_PATH cannot replace the script with runtimeDelivery %s: the pods run the script built into %s",
-			config.RuntimeInitContainer, cfg.RuntimeImage)
+			asyaruntime.InitContainer, cfg.RuntimeImage)
 	}
 	return asyaruntime.Load(path)
 }

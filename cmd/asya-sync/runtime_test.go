@@ -36,11 +36,11 @@ func TestRuntimeScriptReplacement(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Setenv("ASYA_RUNTIME_SCRIPT_PATH", path)
-	script, err := runtimeScript(&config.Config{RuntimeDelivery: config.RuntimePodTemplate})
+	script, err := runtimeScript(&config.Config{RuntimeDelivery: asyaruntime.PodTemplate})
 	if err != nil || script.Source != "print('hi')\n" {
 		t.Errorf("podTemplate: script %q, error %v; want the replacement", script.Source, err)
 	}
-	_, err = runtimeScript(&config.Config{RuntimeDelivery: config.RuntimeInitContainer, RuntimeImage: "asya-sync:1"})
+	_, err = runtimeScript(&config.Config{RuntimeDelivery: asyaruntime.InitContainer, RuntimeImage: "asya-sync:1"})
 	if err == nil || !strings.Contains(err.Error(), "built into asya-sync:1") {
 		t.Errorf("initContainer: error %v, want the replacement refused", err)
 	}
