@@ -34,7 +34,7 @@ transports:
 		t.Errorf("watch = %+v, runtimeDelivery = %q; want everything watched and a ConfigMap", cfg.Watch, cfg.RuntimeDelivery)
 	}
 	rmq := cfg.Transports["rabbitmq"]
-	wantRMQ := &rabbitmq.Settings{Host: "mq", Port: 5672, VHost: "/", Username: "guest",
+	wantRMQ := &rabbitmq.Settings{Host: "mq", Port: 5672, VHost: "/", Username: "guest", Exchange: "asya",
 		Queues: transport.Queues{DLQ: transport.DLQ{MaxRetryCount: 3}}}
 	if diff := cmp.Diff(transport.Kind(wantRMQ), rmq.Kind); diff != "" {
 		t.Errorf("rabbitmq defaults (-want +got):\n%s", diff)
@@ -65,6 +65,7 @@ func TestParseErrorsNameTheKey(t *testing.T) {
 		{"unknown type", "transports: {r: {type: kafka}}", `transports.r.type: unknown transport type "kafka" (want rabbitmq or sqs)`},
 		{"rabbitmq without host", "transports: {r: {type: rabbitmq}}", "transports.r.config.host: required"},
 		{"bad port", "transports: {r: {type: rabbitmq, config: {host: h, port: 70000}}}", "transports.r.config.port: 70000"},
+		{"username the sidecar's URL breaks", "transports: {r: {type: rabbitmq, config: {host: h, username: 'ops/team'}}}", `transports.r.config.username: holds '/', which the Asya sidecar's AMQP URL cannot carry`},
 		{"half a secret ref", "transports: {r: {type: rabbitmq, config: {host: h, passwordSecretRef: {name: s}}}}", "transports.r.config.passwordSecretRef: needs both"},
 		{"sqs without region", "transports: {s: {type: sqs, config: {accountId: '1'}}}", "transports.s.config.region: required"},
 		{"sqs without account", "transports: {s: {type: sqs, config: {region: r}}}", "transports.s.config.accountId: required"},

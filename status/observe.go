@@ -1,6 +1,7 @@
 package status
 
 import (
+	"strings"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -72,6 +73,9 @@ func stillCreating(in Input) bool {
 func (o *observation) workloadIssue() *issue {
 	if len(o.in.SpecProblems) > 0 {
 		return &issue{WorkloadError, "InvalidSpec", invalidSpecMessage(o.in.SpecProblems)}
+	}
+	if len(o.in.SecretProblems) > 0 {
+		return &issue{ConfigError, "SecretUnusable", "not applied: " + strings.Join(o.in.SecretProblems, "; ")}
 	}
 	if len(o.in.MissingSecrets) > 0 {
 		return &issue{ConfigError, "SecretNotFound", o.missingSecretsMessage()}

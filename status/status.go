@@ -101,6 +101,10 @@ type Input struct {
 	// MissingSecrets are referenced Secrets that were looked for and not
 	// found.
 	MissingSecrets []string
+	// SecretProblems are referenced Secret keys whose values the transport
+	// cannot use, each naming the Secret and key; any makes the actor
+	// invalid, like SpecProblems.
+	SecretProblems []string
 	// SpecProblems are validation failures, each naming the field; any
 	// makes the spec invalid.
 	SpecProblems []string

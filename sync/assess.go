@@ -28,6 +28,8 @@ type assessment struct {
 	transport config.Transport
 	found     bool // the transport is configured and enabled
 	problems  []string
+	// secretProblems: referenced Secret values the transport cannot use.
+	secretProblems []string
 	// owner owns the actor's queue; standby: it is another actor, so this
 	// one neither touches the queue nor consumes from it.
 	owner   transport.Claimant
@@ -54,6 +56,7 @@ func (h *Handler) assess(req *hook.SyncRequest) *assessment {
 	a.transport, a.queue, a.found = h.transportOf(a.actor.Spec.Transport)
 	if a.found {
 		a.problems = append(a.problems, validate(a.actor.Name, a.actor.Spec, a.transport)...)
+		a.secretProblems = a.checkSecrets()
 		owner, mine := transport.Owner(a.actor, req.Related.AsyncActors.List())
 		a.owner, a.standby = owner, !mine
 		if a.standby {
@@ -124,7 +127,7 @@ func queueConflict(actor *v1alpha1.AsyncActor, owner transport.Claimant) status.
 // children exactly as they were and gets nothing new. A broker failure
 // does not make the actor invalid: its workload keeps running.
 func (a *assessment) valid() bool {
-	return a.found && len(a.problems) == 0
+	return a.found && len(a.problems) == 0 && len(a.secretProblems) == 0
 }
 
 // children are the desired children: while the actor is being deleted or

@@ -2,6 +2,7 @@ package sync
 
 import (
 	"encoding/json"
+	"fmt"
 	"slices"
 	"time"
 
@@ -13,6 +14,7 @@ import (
 	"github.com/asya-sh/asya-sync/api/hook"
 	"github.com/asya-sh/asya-sync/api/v1alpha1"
 	"github.com/asya-sh/asya-sync/status"
+	"github.com/asya-sh/asya-sync/transport"
 )
 
 // statusInput is what the status is computed from: the assessment and
@@ -27,6 +29,7 @@ func (a *assessment) statusInput(now time.Time) status.Input {
 		ScaledObject:   a.scaledObject(),
 		Pods:           a.pods(),
 		MissingSecrets: a.missingSecrets(),
+		SecretProblems: a.secretProblems,
 		SpecProblems:   a.problems,
 		Queue:          a.queue,
 		Unwatched:      a.unwatched,
@@ -78,6 +81,30 @@ func (a *assessment) missingSecrets() []string {
 		}
 	}
 	return missing
+}
+
+// checkSecrets lists the referenced Secret keys Metacontroller sent whose
+// values the transport cannot use.
+func (a *assessment) checkSecrets() []string {
+	checker, ok := a.transport.Kind.(transport.SecretChecker)
+	if !ok {
+		return nil
+	}
+	var problems []string
+	for _, ref := range a.transport.Kind.SecretRefs() {
+		obj := hook.Get(a.req.Related.Secrets, ref.Name)
+		if obj == nil {
+			continue
+		}
+		value, found := obj.Data[ref.Key]
+		if !found {
+			continue // the kubelet reports a missing key on the pod
+		}
+		if err := checker.CheckSecret(ref, value); err != nil {
+			problems = append(problems, fmt.Sprintf("Secret %q key %q: %v", ref.Name, ref.Key, err))
+		}
+	}
+	return problems
 }
 
 // AnnotationLastApplied is where Metacontroller keeps what it last applied.

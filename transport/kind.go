@@ -39,6 +39,15 @@ type Kind interface {
 	Open(name string, opts Options) (Broker, error)
 }
 
+// SecretChecker is implemented by the kinds that can use only some values
+// of a referenced Secret key. The sync checks each value Metacontroller
+// sends (the Secrets customize asks for) before it makes a queue or a
+// workload that would fail on it.
+type SecretChecker interface {
+	// CheckSecret reports why the value of ref cannot be used.
+	CheckSecret(ref SecretKeyRef, value []byte) error
+}
+
 // SecretKeyRef names one key of a Secret in the actor's namespace.
 type SecretKeyRef struct {
 	Name string `json:"name"`

@@ -47,7 +47,7 @@ type ObservedChildren struct {
 // ObservedRelated are the related groups the hook reads.
 type ObservedRelated struct {
 	Pods       Group[Pod]       `json:"Pod.v1"`
-	Secrets    Group[Object]    `json:"Secret.v1"`
+	Secrets    Group[Secret]    `json:"Secret.v1"`
 	Namespaces Group[Namespace] `json:"Namespace.v1"`
 	// AsyncActors are the actors of the parent's name in every namespace:
 	// few and small, so they are decoded whole.
@@ -161,6 +161,13 @@ type Pod struct {
 // Typed returns the fields read as a corev1.Pod.
 func (p *Pod) Typed() corev1.Pod {
 	return corev1.Pod{ObjectMeta: p.Metadata.objectMeta(), Status: p.Status}
+}
+
+// Secret is a referenced Secret: its data, whose values some transports
+// check (transport.SecretChecker).
+type Secret struct {
+	Object
+	Data map[string][]byte `json:"data"`
 }
 
 // Namespace is what the Pod Security check reads: the namespace's labels.

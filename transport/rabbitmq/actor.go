@@ -30,10 +30,11 @@ func (s *Settings) SidecarEnv(transport.Queue) []corev1.EnvVar {
 		{Name: UsernameEnv, Value: s.Username},
 	}
 	if s.PasswordSecretRef != nil {
-		env = append(env, s.PasswordSecretRef.Env("ASYA_RABBITMQ_PASSWORD"))
+		env = append(env, s.PasswordSecretRef.Env(PasswordEnv))
 	}
-	if s.Exchange != "" {
-		env = append(env, corev1.EnvVar{Name: "ASYA_RABBITMQ_EXCHANGE", Value: s.Exchange})
+	env = append(env, corev1.EnvVar{Name: "ASYA_RABBITMQ_EXCHANGE", Value: s.Exchange})
+	if s.VHost != DefaultVHost {
+		env = append(env, corev1.EnvVar{Name: "ASYA_RABBITMQ_URL", Value: s.sidecarURL()})
 	}
 	return env
 }

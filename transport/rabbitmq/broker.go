@@ -73,10 +73,8 @@ func (r *Broker) Ensure(ctx context.Context, q transport.Queue) error {
 
 func (r *Broker) declare(ch *amqp.Channel, actor string) error {
 	queue, exchange := v1alpha1.QueueName(actor), r.cfg.Exchange
-	if exchange != "" {
-		if err := ch.ExchangeDeclare(exchange, amqp.ExchangeTopic, true, false, false, false, nil); err != nil {
-			return &amqpStepError{kind: "exchange", name: exchange, err: err}
-		}
+	if err := ch.ExchangeDeclare(exchange, amqp.ExchangeTopic, true, false, false, false, nil); err != nil {
+		return &amqpStepError{kind: "exchange", name: exchange, err: err}
 	}
 	if r.cfg.Queues.DLQ.Enabled {
 		if _, err := ch.QueueDeclare(dlqName(actor), true, false, false, false, nil); err != nil {
@@ -86,9 +84,6 @@ func (r *Broker) declare(ch *amqp.Channel, actor string) error {
 	args := r.queueArgs(actor)
 	if _, err := ch.QueueDeclare(queue, true, false, false, false, args); err != nil {
 		return &amqpStepError{kind: "queue", name: queue, args: args, err: err}
-	}
-	if exchange == "" {
-		return nil
 	}
 	// The sidecar publishes with the bare actor name as routing key.
 	if err := ch.QueueBind(queue, actor, exchange, false, nil); err != nil {

@@ -18,6 +18,12 @@ const (
 	DefaultPort     = 5672
 	DefaultVHost    = "/"
 	DefaultUsername = "guest"
+	// DefaultExchange is the topic exchange the Asya sidecar declares and
+	// publishes every result to when ASYA_RABBITMQ_EXCHANGE is unset. A
+	// transport without an exchange uses it, so that the actors' queues
+	// are bound where the sidecar publishes (a message that matches no
+	// binding is dropped by the broker).
+	DefaultExchange = "asya"
 )
 
 // Settings is a RabbitMQ transport's "config".
@@ -51,11 +57,17 @@ func (s *Settings) Check() error {
 	if s.Username == "" {
 		s.Username = DefaultUsername
 	}
+	if s.Exchange == "" {
+		s.Exchange = DefaultExchange
+	}
 	switch {
 	case s.Host == "":
 		return errors.New("host: required")
 	case s.Port < 1 || s.Port > 65535:
 		return fmt.Errorf("port: %d is not a TCP port", s.Port)
+	}
+	if err := CheckURLCredential(s.Username); err != nil {
+		return fmt.Errorf("username: %w", err)
 	}
 	if err := s.PasswordSecretRef.Check("passwordSecretRef"); err != nil {
 		return err
