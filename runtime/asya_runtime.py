@@ -10,7 +10,7 @@ Environment: ASYA_HANDLER (module.function or module.Class.method),
 ASYA_HANDLER_MODE (payload or envelope), ASYA_ENABLE_VALIDATION,
 ASYA_SOCKET_DIR, ASYA_SOCKET_NAME, ASYA_SOCKET_CHMOD (octal, default 666; empty
 leaves the mode alone), ASYA_MAX_MESSAGE_SIZE and ASYA_CHUNK_SIZE (bytes read at
-a time), ASYA_LOG_LEVEL.
+a time), ASYA_LOG_LEVEL, ASYA_TERMINATION_LOG (default /dev/termination-log).
 """
 import importlib
 import inspect
@@ -33,6 +33,11 @@ ENVELOPE_FIELDS = ("payload", "route", "id", "parent_id", "headers")
 # A client that connects and then goes silent must not block this
 # single-threaded server forever.
 IO_TIMEOUT = 60.0
+# Why the runtime could not start goes here too: Kubernetes reports the
+# file as the container's termination message, which the actor's status
+# quotes. The kubelet keeps 4096 bytes; the end of a traceback says most.
+TERMINATION_LOG = "/dev/termination-log"
+TERMINATION_LIMIT = 2048
 
 
 class LoadError(Exception):
@@ -335,6 +340,19 @@ def serve(sock, handler, cfg, stopping, wake_r):
     log.info("signal %d received, shutting down", stopping[0])
 
 
+def fail(message):
+    """Logs why the runtime cannot serve, leaves the end of it as the
+    termination message, and returns the exit code."""
+    log.error("%s", message)
+    tail = message.rstrip().encode("utf-8")[-TERMINATION_LIMIT:].decode("utf-8", "ignore")
+    try:
+        with open(os.environ.get("ASYA_TERMINATION_LOG") or TERMINATION_LOG, "w") as f:
+            f.write(tail)
+    except OSError:
+        pass  # not in a container: the log has it
+    return 1
+
+
 def main():
     level = getattr(logging, os.environ.get("ASYA_LOG_LEVEL", "INFO").strip().upper(), None)
     logging.basicConfig(stream=sys.stderr, level=level if isinstance(level, int) else logging.INFO,
@@ -345,24 +363,20 @@ def main():
         # has not loaded yet.
         remove(cfg.ready_path)
     except (ValueError, OSError) as e:
-        log.error("cannot start: %s", e)
-        return 1
+        return fail("cannot start: %s" % e)
     try:
         handler = load_handler(cfg.handler)
     except LoadError as e:
-        log.error("cannot load handler %r: %s", cfg.handler, e)
-        return 1
+        return fail("cannot load handler %r: %s" % (cfg.handler, e))
     except Exception:
-        log.exception("cannot load handler %r: import failed", cfg.handler)
-        return 1
+        return fail("cannot load handler %r: import failed\n%s" % (cfg.handler, traceback.format_exc()))
     # Handlers go in before the socket exists, so that no signal can leave
     # a socket or ready file behind.
     stopping, wake = on_stop_signals()
     try:
         sock = bind(cfg)
     except OSError as e:
-        log.error("cannot listen on %s: %s", cfg.socket_path, e)
-        return 1
+        return fail("cannot listen on %s: %s" % (cfg.socket_path, e))
     try:
         with open(cfg.ready_path, "w") as f:
             f.write("%d\n" % os.getpid())

@@ -510,6 +510,26 @@ class RuntimeTest(unittest.TestCase):
                 err = self.assert_failed_start(handler, *needles)
                 self.assertIn("ERROR", err)
 
+    def test_failed_start_leaves_termination_message(self):
+        # Kubernetes reports the file as the container's termination
+        # message; it must end with what went wrong and carry no timestamp.
+        term = os.path.join(self.tmp, "termination-log")
+        self.assert_failed_start("broken_import.handle", "asya_missing_dependency_xyz", ASYA_TERMINATION_LOG=term)
+        with open(term) as f:
+            message = f.read()
+        self.assertTrue(message.startswith("cannot load handler 'broken_import.handle': import failed\nTraceback"), message)
+        self.assertTrue(message.endswith("No module named 'asya_missing_dependency_xyz'"), message)
+
+    def test_termination_message_keeps_the_end_of_a_long_traceback(self):
+        term = os.path.join(self.tmp, "termination-log")
+        with open(os.path.join(self.tmp, "mods", "loud_import.py"), "w") as f:
+            f.write("raise RuntimeError('x' * 5000 + ' the end')\n")
+        self.assert_failed_start("loud_import.handle", "the end", ASYA_TERMINATION_LOG=term)
+        with open(term, "rb") as f:
+            message = f.read()
+        self.assertLessEqual(len(message), 2048)
+        self.assertTrue(message.endswith(b"xxx the end"), message[-40:])
+
     def test_class_needing_arguments(self):
         err = self.assert_failed_start("handlers.NeedsArgs.handle", "NeedsArgs", "constructor arguments")
         self.assertIn("model", err)

@@ -7,11 +7,15 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	amqp "github.com/rabbitmq/amqp091-go"
 )
 
 // config is what the sidecar reads from its environment: the variables
 // asya-sync sets on the asya-sidecar container (children/sidecar.go and
-// the transports' SidecarEnv), with the real sidecar's defaults.
+// the transports' SidecarEnv), with the real sidecar's defaults, read from
+// the Asya sidecar 0.3 (deliveryhero/asya 23d62b0,
+// src/asya-sidecar/internal/config/config.go).
 type config struct {
 	LogLevel       slog.Level
 	Actor          string
@@ -27,10 +31,25 @@ type config struct {
 }
 
 type rabbitConfig struct {
-	Host               string
-	Port               int
-	Username, Password string
-	Exchange           string // empty: the default exchange
+	// URL is ASYA_RABBITMQ_URL, else built from _HOST, _PORT, _USERNAME
+	// and _PASSWORD as the real sidecar builds it: unescaped, and always
+	// with the vhost "/".
+	URL string
+	// Exchange is the topic exchange every message is published to,
+	// ASYA_RABBITMQ_EXCHANGE, by default "asya" (never the default
+	// exchange).
+	Exchange string
+}
+
+// rabbitURL is the real sidecar's buildRabbitMQURL. A credential with a
+// character a URL reserves ("/", "?", "#", "%" ...) yields a URL that
+// names another host or fails to parse, in both sidecars alike.
+func rabbitURL(str func(key, fallback string) string, port int) string {
+	if u := str("ASYA_RABBITMQ_URL", ""); u != "" {
+		return u
+	}
+	return fmt.Sprintf("amqp://%s:%s@%s:%d/", str("ASYA_RABBITMQ_USERNAME", "guest"),
+		str("ASYA_RABBITMQ_PASSWORD", "guest"), str("ASYA_RABBITMQ_HOST", "localhost"), port)
 }
 
 type sqsConfig struct {
@@ -73,9 +92,8 @@ func loadConfig(getenv func(string) string) (config, error) {
 		SocketDir:  str("ASYA_SOCKET_DIR", "/var/run/asya"),
 		Transport:  str("ASYA_TRANSPORT", "rabbitmq"),
 		Rabbit: rabbitConfig{
-			Host: str("ASYA_RABBITMQ_HOST", "localhost"), Port: num("ASYA_RABBITMQ_PORT", 5672, 1, 65535),
-			Username: str("ASYA_RABBITMQ_USERNAME", "guest"), Password: str("ASYA_RABBITMQ_PASSWORD", "guest"),
-			Exchange: getenv("ASYA_RABBITMQ_EXCHANGE"),
+			URL:      rabbitURL(str, num("ASYA_RABBITMQ_PORT", 5672, 1, 65535)),
+			Exchange: str("ASYA_RABBITMQ_EXCHANGE", "asya"),
 		},
 		SQS: sqsConfig{
 			Region: str("ASYA_AWS_REGION", "us-east-1"), Endpoint: strings.TrimRight(getenv("ASYA_SQS_ENDPOINT"), "/"),
@@ -106,6 +124,11 @@ func loadConfig(getenv func(string) string) (config, error) {
 	}
 	if cfg.Actor == "" {
 		errs = append(errs, errors.New("ASYA_ACTOR_NAME is required"))
+	}
+	// The real sidecar fails to dial such a URL and exits; this one says
+	// why before it starts.
+	if _, err := amqp.ParseURI(cfg.Rabbit.URL); cfg.Transport == "rabbitmq" && err != nil {
+		errs = append(errs, fmt.Errorf("RabbitMQ URL: %w", err))
 	}
 	if cfg.Transport != "rabbitmq" && cfg.Transport != "sqs" {
 		bad("ASYA_TRANSPORT", cfg.Transport, "rabbitmq or sqs")

@@ -7,13 +7,14 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	amqp "github.com/rabbitmq/amqp091-go"
 )
 
 func TestLoadConfig(t *testing.T) {
 	defaults := config{
 		LogLevel: slog.LevelInfo, Actor: "a", HappyEnd: "happy-end", ErrorEnd: "error-end",
 		RuntimeTimeout: 5 * time.Minute, SocketDir: "/var/run/asya", Transport: "rabbitmq",
-		Rabbit: rabbitConfig{Host: "localhost", Port: 5672, Username: "guest", Password: "guest"},
+		Rabbit: rabbitConfig{URL: "amqp://guest:guest@localhost:5672/", Exchange: "asya"},
 		SQS:    sqsConfig{Region: "us-east-1", VisibilityTimeout: 600, WaitTimeSeconds: 20},
 	}
 	tests := []struct {
@@ -30,12 +31,25 @@ func TestLoadConfig(t *testing.T) {
 				"ASYA_ACTOR_HAPPY_END": "happy-end", "ASYA_ACTOR_ERROR_END": "error-end",
 				"ASYA_RUNTIME_TIMEOUT": "300s", "ASYA_SOCKET_DIR": "/var/run/asya", "ASYA_TRANSPORT": "rabbitmq",
 				"ASYA_RABBITMQ_HOST": "rabbit", "ASYA_RABBITMQ_PORT": "5673", "ASYA_RABBITMQ_USERNAME": "u",
-				"ASYA_RABBITMQ_PASSWORD": "p@ss/word", "ASYA_RABBITMQ_EXCHANGE": "asya",
+				"ASYA_RABBITMQ_PASSWORD": "s3cret", "ASYA_RABBITMQ_EXCHANGE": "jobs",
 			},
 			change: func(c *config) {
 				c.GatewayURL = "http://gw:8080"
-				c.Rabbit = rabbitConfig{Host: "rabbit", Port: 5673, Username: "u", Password: "p@ss/word", Exchange: "asya"}
+				c.Rabbit = rabbitConfig{URL: "amqp://u:s3cret@rabbit:5673/", Exchange: "jobs"}
 			},
+		},
+		{
+			name: "a vhost through ASYA_RABBITMQ_URL, which replaces host, port and credentials",
+			env: map[string]string{
+				"ASYA_ACTOR_NAME": "a", "ASYA_RABBITMQ_HOST": "rabbit", "ASYA_RABBITMQ_USERNAME": "u", "ASYA_RABBITMQ_PASSWORD": "s3cret",
+				"ASYA_RABBITMQ_URL": "amqp://u:s3cret@rabbit:5672/asya-vh",
+			},
+			change: func(c *config) { c.Rabbit.URL = "amqp://u:s3cret@rabbit:5672/asya-vh" },
+		},
+		{
+			name:    "a password the URL cannot carry, as the real sidecar builds it",
+			env:     map[string]string{"ASYA_ACTOR_NAME": "a", "ASYA_RABBITMQ_PASSWORD": "50%off"},
+			wantErr: "RabbitMQ URL",
 		},
 		{
 			name: "sqs end actor",
@@ -86,9 +100,19 @@ func TestLoadConfig(t *testing.T) {
 	}
 }
 
-func TestRabbitURLEscapesCredentials(t *testing.T) {
-	r := newRabbit(config{Rabbit: rabbitConfig{Host: "h", Port: 5672, Username: "u", Password: "p@ss/word"}}, nil)
-	if got, want := r.url(), "amqp://u:p%40ss%2Fword@h/"; got != want {
-		t.Errorf("url %q, want %q", got, want)
+// TestRabbitURLUnescaped: credentials go into the URL as they are, as the
+// real sidecar puts them; a "/" in the password makes the URL name another
+// host, which is why asya-sync refuses such a password.
+func TestRabbitURLUnescaped(t *testing.T) {
+	getenv := map[string]string{"ASYA_ACTOR_NAME": "a", "ASYA_RABBITMQ_HOST": "h", "ASYA_RABBITMQ_PASSWORD": "p@ss/word"}
+	cfg, err := loadConfig(func(k string) string { return getenv[k] })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := "amqp://guest:p@ss/word@h:5672/"; cfg.Rabbit.URL != want {
+		t.Errorf("url %q, want %q", cfg.Rabbit.URL, want)
+	}
+	if u, _ := amqp.ParseURI(cfg.Rabbit.URL); u.Host != "ss" {
+		t.Errorf("the URL's host is %q; the real sidecar's is \"ss\"", u.Host)
 	}
 }

@@ -15,8 +15,6 @@ import (
 	"testing"
 	"time"
 
-	amqp "github.com/rabbitmq/amqp091-go"
-
 	_ "github.com/asya-sh/asya-sync/internal/golden" // accepts -update like every test package
 	"github.com/asya-sh/asya-sync/internal/testenv"
 )
@@ -100,15 +98,14 @@ func startRuntime(t *testing.T, sockets, handler string, env ...string) (stop fu
 // testConfig is a sidecar of a new actor whose end actors are new too,
 // so that parallel runs never share a queue.
 func testConfig(transport, socketDir string) config {
-	uri, err := amqp.ParseURI(testenv.RabbitURL())
-	if err != nil {
-		panic(err)
-	}
+	actor := testenv.ActorName("a")
 	return config{
-		LogLevel: slog.LevelDebug, Actor: testenv.ActorName("a"), Transport: transport,
+		LogLevel: slog.LevelDebug, Actor: actor, Transport: transport,
 		HappyEnd: testenv.ActorName("happy"), ErrorEnd: testenv.ActorName("error"),
 		RuntimeTimeout: 20 * time.Second, SocketDir: socketDir,
-		Rabbit: rabbitConfig{Host: uri.Host, Port: uri.Port, Username: uri.Username, Password: uri.Password},
+		// An exchange of the test's own, so that no other test's queue is
+		// bound under the same routing key.
+		Rabbit: rabbitConfig{URL: testenv.RabbitURL(), Exchange: "asya-test-" + actor},
 		SQS:    sqsConfig{Region: "us-east-1", Endpoint: testenv.SQSEndpoint(), VisibilityTimeout: 30, WaitTimeSeconds: 1},
 	}
 }

@@ -15,26 +15,32 @@ const consumerTag = "asya-sidecar"
 // rabbit consumes the actor's queue with prefetch 1 and manual acks, and
 // publishes with confirms on the same channel. It connects on the first
 // receive, and again on the first receive after the connection dropped;
-// the broker redelivers what was in hand.
+// the broker redelivers what was in hand. What it does with a message
+// follows the real sidecar 0.3 (internal/transport/rabbitmq.go at
+// deliveryhero/asya 23d62b0); where it departs, a comment says why that
+// does not change what asya-sync's tests see.
 type rabbit struct {
 	cfg        config
 	log        *slog.Logger
 	conn       *amqp.Connection
 	ch         *amqp.Channel
 	deliveries <-chan amqp.Delivery
-	returns    chan amqp.Return
 }
 
 func newRabbit(cfg config, log *slog.Logger) *rabbit { return &rabbit{cfg: cfg, log: log} }
 
-func (r *rabbit) url() string {
-	c := r.cfg.Rabbit
-	return amqp.URI{Scheme: "amqp", Host: c.Host, Port: c.Port, Username: c.Username, Password: c.Password, Vhost: "/"}.String()
+// where names the broker and vhost for messages, without credentials.
+func (r *rabbit) where() string {
+	u, err := amqp.ParseURI(r.cfg.Rabbit.URL)
+	if err != nil {
+		return "RabbitMQ"
+	}
+	return fmt.Sprintf("RabbitMQ at %s:%d vhost %q", u.Host, u.Port, u.Vhost)
 }
 
 // connect opens a channel consuming the actor's queue, which must exist
-// (asya-sync creates it). A configured exchange is declared as asya-sync
-// and the real sidecar declare it: durable, topic.
+// (asya-sync creates it). The exchange is declared as the real sidecar
+// declares it: durable, topic.
 func (r *rabbit) connect() (err error) {
 	r.close()
 	defer func() {
@@ -42,9 +48,9 @@ func (r *rabbit) connect() (err error) {
 			r.close()
 		}
 	}()
-	if r.conn, err = amqp.DialConfig(r.url(), amqp.Config{Heartbeat: 10 * time.Second, Dial: amqp.DefaultDial(10 * time.Second),
+	if r.conn, err = amqp.DialConfig(r.cfg.Rabbit.URL, amqp.Config{Heartbeat: 10 * time.Second, Dial: amqp.DefaultDial(10 * time.Second),
 		Properties: amqp.Table{"connection_name": "asya-sidecar/" + r.cfg.Actor}}); err != nil {
-		return fmt.Errorf("connect to RabbitMQ at %s:%d: %w", r.cfg.Rabbit.Host, r.cfg.Rabbit.Port, err)
+		return fmt.Errorf("connect to %s: %w", r.where(), err)
 	}
 	if r.ch, err = r.conn.Channel(); err != nil {
 		return err
@@ -52,16 +58,13 @@ func (r *rabbit) connect() (err error) {
 	if err = errors.Join(r.ch.Qos(1, 0, false), r.ch.Confirm(false)); err != nil {
 		return err
 	}
-	if ex := r.cfg.Rabbit.Exchange; ex != "" {
-		if err = r.ch.ExchangeDeclare(ex, amqp.ExchangeTopic, true, false, false, false, nil); err != nil {
-			return fmt.Errorf("declare exchange %s: %w", ex, err)
-		}
+	if err = r.ch.ExchangeDeclare(r.cfg.Rabbit.Exchange, amqp.ExchangeTopic, true, false, false, false, nil); err != nil {
+		return fmt.Errorf("declare exchange %s: %w", r.cfg.Rabbit.Exchange, err)
 	}
-	r.returns = r.ch.NotifyReturn(make(chan amqp.Return, 1))
 	if r.deliveries, err = r.ch.Consume(queueName(r.cfg.Actor), consumerTag, false, false, false, false, nil); err != nil {
 		return fmt.Errorf("consume %s: %w", queueName(r.cfg.Actor), err)
 	}
-	r.log.Info("consuming", "queue", queueName(r.cfg.Actor), "exchange", r.cfg.Rabbit.Exchange)
+	r.log.Info("consuming", "queue", queueName(r.cfg.Actor), "exchange", r.cfg.Rabbit.Exchange, "broker", r.where())
 	return nil
 }
 
@@ -89,34 +92,44 @@ func (r *rabbit) receive(ctx context.Context) (*message, error) {
 	}
 }
 
-// send publishes through the exchange with the bare actor name as routing
-// key when one is configured, else through the default exchange to the
-// queue itself. It is mandatory: a message no queue takes is an error.
+// send does what the real sidecar's Send does: it checks that the
+// destination queue exists (a passive declare), then publishes to the
+// exchange with the bare actor name as routing key, not mandatory. A
+// queue that exists but is not bound to the exchange under that key
+// never sees the message: the broker drops it and nobody is told, in both
+// sidecars. Departures: the passive declare runs on a channel of its own
+// (the real sidecar's one channel is closed by the broker when the queue
+// is missing, and reopened on its next receive), and the publish waits
+// for the broker's confirm; neither changes where a message ends up.
 func (r *rabbit) send(ctx context.Context, actor string, body []byte) error {
 	if r.ch == nil || r.ch.IsClosed() {
 		return errors.New("RabbitMQ channel closed")
 	}
-	exchange, key := "", queueName(actor)
-	if r.cfg.Rabbit.Exchange != "" {
-		exchange, key = r.cfg.Rabbit.Exchange, actor
+	if err := r.queueExists(queueName(actor)); err != nil {
+		return err
 	}
-	for len(r.returns) > 0 { // left by an earlier publish
-		<-r.returns
-	}
-	confirm, err := r.ch.PublishWithDeferredConfirmWithContext(ctx, exchange, key, true, false, amqp.Publishing{
+	confirm, err := r.ch.PublishWithDeferredConfirmWithContext(ctx, r.cfg.Rabbit.Exchange, actor, false, false, amqp.Publishing{
 		DeliveryMode: amqp.Persistent, ContentType: "application/json", Timestamp: time.Now(), Body: body})
 	if err != nil {
 		return err
 	}
 	if acked, err := confirm.WaitContext(ctx); err != nil || !acked {
-		return errors.Join(err, fmt.Errorf("RabbitMQ did not confirm the message to %s", key))
+		return errors.Join(err, fmt.Errorf("RabbitMQ did not confirm the message to %s", actor))
 	}
-	select { // a return comes before the confirm
-	case ret := <-r.returns:
-		return fmt.Errorf("no queue took the message (exchange %q, routing key %q): %s", ret.Exchange, ret.RoutingKey, ret.ReplyText)
-	default:
-		return nil
+	return nil
+}
+
+// queueExists is the real sidecar's ensureQueue: a passive declare.
+func (r *rabbit) queueExists(queue string) error {
+	ch, err := r.conn.Channel()
+	if err != nil {
+		return err
 	}
+	defer ch.Close()
+	if _, err := ch.QueueDeclarePassive(queue, true, false, false, false, nil); err != nil {
+		return fmt.Errorf("queue does not exist: %w", err)
+	}
+	return nil
 }
 
 func (r *rabbit) ack(_ context.Context, m *message) error {

@@ -6,7 +6,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -17,26 +16,10 @@ import (
 	"github.com/asya-sh/asya-sync/internal/testenv"
 )
 
-// rabbitQueues declares the queues of the actors, as asya-sync does, and
-// deletes them after the test.
-func rabbitQueues(t *testing.T, conn *amqp.Connection, actors ...string) {
-	t.Helper()
-	ch, err := conn.Channel()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ch.Close()
-	for _, a := range actors {
-		if _, err := ch.QueueDeclare(queueName(a), true, false, false, false, nil); err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { testenv.DeleteQueue(t, conn, queueName(a)) })
-	}
-}
-
-// bindQueues declares a topic exchange and binds each actor's queue with
-// the bare actor name, as asya-sync does for a configured exchange.
-func bindQueues(t *testing.T, conn *amqp.Connection, exchange string, actors ...string) {
+// rabbitQueues declares the queues of the actors and binds them to the
+// exchange with the bare actor name, as asya-sync does, and deletes them
+// and the exchange after the test.
+func rabbitQueues(t *testing.T, conn *amqp.Connection, exchange string, actors ...string) {
 	t.Helper()
 	ch, err := conn.Channel()
 	if err != nil {
@@ -53,6 +36,10 @@ func bindQueues(t *testing.T, conn *amqp.Connection, exchange string, actors ...
 		}
 	})
 	for _, a := range actors {
+		if _, err := ch.QueueDeclare(queueName(a), true, false, false, false, nil); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { testenv.DeleteQueue(t, conn, queueName(a)) })
 		if err := ch.QueueBind(queueName(a), a, exchange, false, nil); err != nil {
 			t.Fatal(err)
 		}
@@ -90,30 +77,22 @@ func rabbitSetup(t *testing.T) (*amqp.Connection, config) {
 	testenv.NeedRabbitMQ(t)
 	conn := testenv.Rabbit(t)
 	cfg := testConfig("rabbitmq", socketDir(t))
-	rabbitQueues(t, conn, cfg.Actor, cfg.HappyEnd, cfg.ErrorEnd)
+	rabbitQueues(t, conn, cfg.Rabbit.Exchange, cfg.Actor, cfg.HappyEnd, cfg.ErrorEnd)
 	return conn, cfg
 }
 
 func TestRabbitResultToHappyEnd(t *testing.T) {
 	t.Parallel()
-	for _, exchange := range []string{"", "asya-test-" + testenv.RunID} {
-		t.Run("exchange="+exchange, func(t *testing.T) {
-			conn, cfg := rabbitSetup(t)
-			if exchange != "" {
-				cfg.Rabbit.Exchange = exchange + "-" + cfg.Actor
-				bindQueues(t, conn, cfg.Rabbit.Exchange, cfg.Actor, cfg.HappyEnd, cfg.ErrorEnd)
-			}
-			publish(t, conn, cfg.Actor, envelopeOf("m1", map[string]any{"n": 1}, 0, cfg.Actor))
-			// The sidecar starts first and waits for the runtime.
-			startSidecar(t, cfg)
-			time.Sleep(300 * time.Millisecond)
-			startRuntime(t, cfg.SocketDir, "echo")
+	conn, cfg := rabbitSetup(t)
+	publish(t, conn, cfg.Actor, envelopeOf("m1", map[string]any{"n": 1}, 0, cfg.Actor))
+	// The sidecar starts first and waits for the runtime.
+	startSidecar(t, cfg)
+	time.Sleep(300 * time.Millisecond)
+	startRuntime(t, cfg.SocketDir, "echo")
 
-			got := decode(t, takeMessage(t, conn, cfg.HappyEnd, 15*time.Second))
-			if got.ID != "m1" || got.Route.Current != 1 || got.Payload["echo"].(map[string]any)["n"] != 1.0 {
-				t.Errorf("happy-end got %+v", got)
-			}
-		})
+	got := decode(t, takeMessage(t, conn, cfg.HappyEnd, 15*time.Second))
+	if got.ID != "m1" || got.Route.Current != 1 || got.Payload["echo"].(map[string]any)["n"] != 1.0 {
+		t.Errorf("happy-end got %+v", got)
 	}
 }
 
@@ -136,7 +115,7 @@ func TestRabbitRouteToNextActor(t *testing.T) {
 	t.Parallel()
 	conn, cfg := rabbitSetup(t)
 	next := testenv.ActorName("next")
-	rabbitQueues(t, conn, next)
+	rabbitQueues(t, conn, cfg.Rabbit.Exchange, next)
 	startRuntime(t, cfg.SocketDir, "echo")
 	startSidecar(t, cfg)
 	publish(t, conn, cfg.Actor, envelopeOf("m3", "hi", 0, cfg.Actor, next))
@@ -252,20 +231,45 @@ func TestRabbitReconnects(t *testing.T) {
 	}
 }
 
-func TestRabbitUnroutableSendFails(t *testing.T) {
+// TestRabbitSendToMissingQueueFails: as the real sidecar, a send to a
+// queue that does not exist is an error, and the channel stays usable.
+func TestRabbitSendToMissingQueueFails(t *testing.T) {
 	t.Parallel()
-	_, cfg := rabbitSetup(t)
+	conn, cfg := rabbitSetup(t)
 	r := newRabbit(cfg, testLogger(t))
 	if err := r.connect(); err != nil {
 		t.Fatal(err)
 	}
 	defer r.close()
 	err := r.send(context.Background(), testenv.ActorName("nobody"), []byte("{}"))
-	if err == nil || !strings.Contains(err.Error(), "no queue took") {
+	if err == nil || !strings.Contains(err.Error(), "queue does not exist") {
 		t.Errorf("send to a missing queue: %v, want an error", err)
 	}
 	if err := r.send(context.Background(), cfg.HappyEnd, []byte("{}")); err != nil {
-		t.Errorf("send after a returned message: %v", err)
+		t.Errorf("send after a missing queue: %v", err)
+	}
+	takeMessage(t, conn, cfg.HappyEnd, 5*time.Second)
+}
+
+// TestRabbitUnboundQueueLosesTheMessage: a queue that exists but is not
+// bound to the sidecar's exchange under the actor's name never gets the
+// message, and the send reports success. So the real sidecar loses it,
+// and asya-sync must bind every queue where the sidecar publishes.
+func TestRabbitUnboundQueueLosesTheMessage(t *testing.T) {
+	t.Parallel()
+	conn, cfg := rabbitSetup(t)
+	unbound := testenv.ActorName("unbound")
+	rabbitQueues(t, conn, "asya-test-elsewhere-"+unbound, unbound)
+	r := newRabbit(cfg, testLogger(t))
+	if err := r.connect(); err != nil {
+		t.Fatal(err)
+	}
+	defer r.close()
+	if err := r.send(context.Background(), unbound, []byte("{}")); err != nil {
+		t.Fatalf("send: %v, want the silent success of the real sidecar", err)
+	}
+	if n := testenv.Messages(t, conn, queueName(unbound)); n != 0 {
+		t.Errorf("%s holds %d messages; the broker should have dropped it", queueName(unbound), n)
 	}
 }
 
@@ -326,8 +330,7 @@ func sidecarEnv(cfg config) []string {
 		"ASYA_LOG_LEVEL=debug", "ASYA_ACTOR_NAME=" + cfg.Actor,
 		"ASYA_ACTOR_HAPPY_END=" + cfg.HappyEnd, "ASYA_ACTOR_ERROR_END=" + cfg.ErrorEnd,
 		"ASYA_RUNTIME_TIMEOUT=" + cfg.RuntimeTimeout.String(), "ASYA_SOCKET_DIR=" + cfg.SocketDir,
-		"ASYA_TRANSPORT=" + cfg.Transport, "ASYA_RABBITMQ_HOST=" + cfg.Rabbit.Host,
-		"ASYA_RABBITMQ_PORT=" + strconv.Itoa(cfg.Rabbit.Port), "ASYA_RABBITMQ_USERNAME=" + cfg.Rabbit.Username,
-		"ASYA_RABBITMQ_PASSWORD=" + cfg.Rabbit.Password,
+		"ASYA_TRANSPORT=" + cfg.Transport, "ASYA_RABBITMQ_URL=" + cfg.Rabbit.URL,
+		"ASYA_RABBITMQ_EXCHANGE=" + cfg.Rabbit.Exchange,
 	}
 }
