@@ -217,7 +217,7 @@ func TestNodePodHealth(t *testing.T) {
 		name, status, reason, message string
 		mutate                        func(c obj)
 	}{
-		{"crashloop", "RuntimeError", "CrashLoopBackOff", "container asya-runtime keeps crashing: exit code 1 (Error)", func(c obj) {
+		{"crashloop", "RuntimeError", "CrashLoopBackOff", "container asya-runtime keeps crashing: exit code 1 (Error): RuntimeError: broken handler module", func(c obj) {
 			c["env"] = []any{obj{"name": "ASYA_HANDLER", "value": "broken.process"}}
 		}},
 		{"no-image", "ImagePullError", "", "e2e.local/no-such-image:e2e", func(c obj) {

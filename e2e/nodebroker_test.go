@@ -5,7 +5,6 @@ package e2e
 import (
 	"context"
 	"encoding/json"
-	"fmt"
 	"testing"
 	"time"
 
@@ -66,23 +65,8 @@ var nodeBrokers = []nodeBroker{
 				return err
 			})
 		},
-		// As a sidecar routes: to the exchange, keyed by the actor's name.
 		send: func(t *testing.T, ctx context.Context, actor string, m envelope) {
-			body, _ := json.Marshal(m)
-			withChannel(t, func(ch *amqp.Channel) error {
-				if err := ch.Confirm(false); err != nil {
-					return err
-				}
-				c, err := ch.PublishWithDeferredConfirmWithContext(ctx, nodeExchange, actor, true, false,
-					amqp.Publishing{ContentType: "application/json", DeliveryMode: amqp.Persistent, Body: body})
-				if err != nil {
-					return err
-				}
-				if !c.Wait() {
-					return fmt.Errorf("publish to %s not confirmed", actor)
-				}
-				return nil
-			})
+			publishVia(t, ctx, testenv.RabbitURL(), nodeExchange, actor, m)
 		},
 		take: func(t *testing.T, ctx context.Context, actor string) []envelope {
 			var out []envelope
@@ -140,16 +124,7 @@ func sqsTake(t *testing.T, ctx context.Context, actor string) []envelope {
 
 func withChannel(t *testing.T, do func(ch *amqp.Channel) error) {
 	t.Helper()
-	conn := testenv.Rabbit(t)
-	defer conn.Close()
-	ch, err := conn.Channel()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ch.Close()
-	if err := do(ch); err != nil {
-		t.Fatal(err)
-	}
+	withAMQP(t, testenv.RabbitURL(), do)
 }
 
 func decodeEnvelope(t *testing.T, body []byte) envelope {

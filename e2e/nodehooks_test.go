@@ -43,6 +43,8 @@ replicaCount: 1
 compositeController: {name: %[1]s}
 credentials:
   aws: {secretName: aws-service}
+  rabbitmq:
+    rabbitmq-vh: {secretName: rabbitmq-vh-service, key: password}
 extraEnv:
   - {name: AWS_REGION, value: us-east-1}
   - {name: AWS_EC2_METADATA_DISABLED, value: "true"}%[6]s
@@ -54,6 +56,22 @@ config:
       type: rabbitmq
       enabled: true
       config: {host: %[3]s, port: 5672, username: guest, managementURL: "http://%[3]s:15672", exchange: asya-node}
+    rabbitmq-default-exchange:
+      type: rabbitmq
+      enabled: true
+      config: {host: %[3]s, port: 5672, username: guest, managementURL: "http://%[3]s:15672"}
+    rabbitmq-vh:
+      type: rabbitmq
+      enabled: true
+      config:
+        host: %[3]s
+        port: 5672
+        vhost: %[8]s
+        username: %[9]s
+        passwordFile: /etc/asya-sync/rabbitmq-vh/password
+        passwordSecretRef: {name: rabbitmq-vh, key: password}
+        managementURL: "http://%[3]s:15672"
+        exchange: asya-node
     sqs:
       type: sqs
       enabled: true
@@ -65,7 +83,7 @@ config:
         credentials:
           accessKeyIdSecretRef: {name: aws-creds, key: access-key-id}
           secretAccessKeySecretRef: {name: aws-creds, key: secret-access-key}
-`, nodeRelease, nodeImage("sidecar"), nodeIP, sqsPort(), r.tag, script, r.delivery)
+`, nodeRelease, nodeImage("sidecar"), nodeIP, sqsPort(), r.tag, script, r.delivery, nodeVHost, nodeVHostUser)
 }
 
 var nodeHooks struct {
@@ -103,6 +121,8 @@ func installNodeService(ctx context.Context) (*driver, error) {
 		{"apiVersion": "v1", "kind": "Namespace", "metadata": obj{"name": nodeServiceNS}},
 		{"apiVersion": "v1", "kind": "Secret", "metadata": obj{"name": "aws-service", "namespace": nodeServiceNS},
 			"stringData": obj{"access-key-id": "e2e", "secret-access-key": "e2e"}},
+		{"apiVersion": "v1", "kind": "Secret", "metadata": obj{"name": "rabbitmq-vh-service", "namespace": nodeServiceNS},
+			"stringData": obj{"password": nodeVHostPassword}},
 	} {
 		if _, err := k.apply(ctx, o, "e2e"); err != nil {
 			return nil, err

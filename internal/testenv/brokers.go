@@ -1,11 +1,13 @@
 package testenv
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"net/url"
@@ -156,14 +158,29 @@ func (c *FakeClock) Advance(d time.Duration) { c.now.Add(int64(d)) }
 // and decodes the answer into out, unless out is nil.
 func Management(t testing.TB, method, path string, out any) {
 	t.Helper()
+	ManagementSend(t, method, path, nil, out)
+}
+
+// ManagementSend is Management with a JSON request body, unless in is nil.
+func ManagementSend(t testing.TB, method, path string, in, out any) {
+	t.Helper()
 	uri, err := amqp.ParseURI(RabbitURL())
 	if err != nil {
 		t.Fatal(err)
 	}
-	req, err := http.NewRequest(method, strings.TrimRight(RabbitManagementURL(), "/")+path, nil)
+	var body io.Reader
+	if in != nil {
+		b, err := json.Marshal(in)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body = bytes.NewReader(b)
+	}
+	req, err := http.NewRequest(method, strings.TrimRight(RabbitManagementURL(), "/")+path, body)
 	if err != nil {
 		t.Fatal(err)
 	}
+	req.Header.Set("Content-Type", "application/json")
 	req.SetBasicAuth(uri.Username, uri.Password)
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
@@ -179,6 +196,27 @@ func Management(t testing.TB, method, path string, out any) {
 	if err := json.NewDecoder(resp.Body).Decode(out); err != nil {
 		t.Fatalf("%s %s: %v", method, path, err)
 	}
+}
+
+// RabbitVHost makes the vhost and a user of it with the password, and
+// lets the test broker's own user in too (to look at its queues); all
+// idempotent. It returns the user's AMQP URL on the test broker.
+func RabbitVHost(t testing.TB, vhost, user, password string) string {
+	t.Helper()
+	NeedRabbitManagement(t)
+	escaped := url.PathEscape(vhost)
+	ManagementSend(t, http.MethodPut, "/api/vhosts/"+escaped, map[string]any{}, nil)
+	ManagementSend(t, http.MethodPut, "/api/users/"+url.PathEscape(user), map[string]any{"password": password, "tags": ""}, nil)
+	uri, err := amqp.ParseURI(RabbitURL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	all := map[string]string{"configure": ".*", "write": ".*", "read": ".*"}
+	for _, u := range []string{user, uri.Username} {
+		ManagementSend(t, http.MethodPut, "/api/permissions/"+escaped+"/"+url.PathEscape(u), all, nil)
+	}
+	uri.Username, uri.Password, uri.Vhost = user, password, vhost
+	return uri.String()
 }
 
 // BrokerConnections counts the broker's connections with the given name.

@@ -1,0 +1,142 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"testing"
+	"time"
+
+	amqp "github.com/rabbitmq/amqp091-go"
+
+	"github.com/asya-sh/asya-sync/internal/testenv"
+)
+
+// The node service's transport rabbitmq-vh: a vhost of its own, whose user
+// logs in with a password from a Secret (the service's own from
+// credentials.rabbitmq, the sidecars' from passwordSecretRef).
+const (
+	nodeVHost         = "asya-vh"
+	nodeVHostUser     = "asya-vh-e2e"
+	nodeVHostPassword = "vh-e2e-pass.2026"
+)
+
+// TestNodeRabbitMQVHost: an actor on a transport with a vhost other than
+// "/" consumes its queue in that vhost and hands its result to the next
+// actor there. The sidecar gets the vhost through ASYA_RABBITMQ_URL, its
+// password expanded by the kubelet from the Secret.
+func TestNodeRabbitMQVHost(t *testing.T) {
+	d := nodeDriver(t)
+	ctx := context.Background()
+	vhURL := testenv.RabbitVHost(t, nodeVHost, nodeVHostUser, nodeVHostPassword)
+	ns := nodeNamespace(t, ctx, "node-e2e-vhost", nil)
+	if _, err := env.cluster.client.apply(ctx, obj{"apiVersion": "v1", "kind": "Secret",
+		"metadata": obj{"name": "rabbitmq-vh", "namespace": ns},
+		"stringData": obj{"password": nodeVHostPassword}}, "e2e"); err != nil {
+		t.Fatal(err)
+	}
+	first, next := "vh-first", "vh-next"
+	waiting := nodeActor(ns, next, "rabbitmq-vh", "handlers.process")
+	mapAt(waiting, "spec", "workload")["replicas"] = 0
+	runActor(t, ctx, d, waiting)
+	runReadyActor(t, ctx, d, nodeActor(ns, first, "rabbitmq-vh", "handlers.process"))
+
+	var q struct {
+		Consumers int `json:"consumers"`
+	}
+	testenv.Management(t, "GET", "/api/queues/"+nodeVHost+"/asya-"+first, &q)
+	if q.Consumers != 1 {
+		t.Errorf("asya-%s in vhost %s has %d consumers, want the pod's sidecar", first, nodeVHost, q.Consumers)
+	}
+	m := envelope{ID: testenv.UniqueName(first), Route: route{Actors: []string{first, next}}, Payload: obj{"n": 7}}
+	publishVia(t, ctx, vhURL, "asya-node", first, m)
+	got := awaitWaiting(t, ctx, vhURL, next, 30*time.Second)
+	if got.ID != m.ID || got.Route.Current != 1 {
+		t.Errorf("asya-%s holds %s, want %s one step on", next, mustJSON(got), m.ID)
+	}
+}
+
+// TestNodeRabbitMQDefaultExchange: on a transport without exchange, a
+// result reaches the next actor, scaled to zero, and waits in its queue:
+// asya-sync binds the queues to the exchange the sidecar publishes to.
+func TestNodeRabbitMQDefaultExchange(t *testing.T) {
+	d := nodeDriver(t)
+	ctx := context.Background()
+	ns := nodeNamespace(t, ctx, "node-e2e-default-exchange", nil)
+	first, next := "nx-first", "nx-next"
+	waiting := nodeActor(ns, next, "rabbitmq-default-exchange", "handlers.process")
+	mapAt(waiting, "spec", "workload")["replicas"] = 0
+	runActor(t, ctx, d, waiting)
+	runReadyActor(t, ctx, d, nodeActor(ns, first, "rabbitmq-default-exchange", "handlers.process"))
+
+	m := envelope{ID: testenv.UniqueName(first), Route: route{Actors: []string{first, next}}, Payload: obj{"n": 8}}
+	publishVia(t, ctx, testenv.RabbitURL(), "asya", first, m)
+	got := awaitWaiting(t, ctx, testenv.RabbitURL(), next, 30*time.Second)
+	if got.ID != m.ID || got.Route.Current != 1 {
+		t.Errorf("asya-%s holds %s, want %s one step on", next, mustJSON(got), m.ID)
+	}
+}
+
+// publishVia publishes m as a sidecar routes it: to the exchange, keyed by
+// the actor's name, on the broker at amqpURL.
+func publishVia(t *testing.T, ctx context.Context, amqpURL, exchange, actor string, m envelope) {
+	t.Helper()
+	body, _ := json.Marshal(m)
+	withAMQP(t, amqpURL, func(ch *amqp.Channel) error {
+		if err := ch.Confirm(false); err != nil {
+			return err
+		}
+		c, err := ch.PublishWithDeferredConfirmWithContext(ctx, exchange, actor, true, false,
+			amqp.Publishing{ContentType: "application/json", DeliveryMode: amqp.Persistent, Body: body})
+		if err != nil {
+			return err
+		}
+		if !c.Wait() {
+			return fmt.Errorf("publish to %s not confirmed", actor)
+		}
+		return nil
+	})
+}
+
+// awaitWaiting waits for one message on the actor's queue and takes it.
+func awaitWaiting(t *testing.T, ctx context.Context, amqpURL, actor string, within time.Duration) envelope {
+	t.Helper()
+	var got *envelope
+	deadline := time.Now().Add(within)
+	for got == nil && time.Now().Before(deadline) {
+		withAMQP(t, amqpURL, func(ch *amqp.Channel) error {
+			d, ok, err := ch.Get("asya-"+actor, true)
+			if ok {
+				m := decodeEnvelope(t, d.Body)
+				got = &m
+			}
+			return err
+		})
+		if got == nil {
+			time.Sleep(200 * time.Millisecond)
+		}
+	}
+	if got == nil {
+		t.Fatalf("nothing reached asya-%s within %s", actor, within)
+	}
+	return *got
+}
+
+func withAMQP(t *testing.T, amqpURL string, do func(ch *amqp.Channel) error) {
+	t.Helper()
+	conn, err := amqp.Dial(amqpURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	ch, err := conn.Channel()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ch.Close()
+	if err := do(ch); err != nil {
+		t.Fatal(err)
+	}
+}
