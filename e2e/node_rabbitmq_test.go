@@ -33,7 +33,7 @@ func TestNodeRabbitMQVHost(t *testing.T) {
 	vhURL := testenv.RabbitVHost(t, nodeVHost, nodeVHostUser, nodeVHostPassword)
 	ns := nodeNamespace(t, ctx, "node-e2e-vhost", nil)
 	if _, err := env.cluster.client.apply(ctx, obj{"apiVersion": "v1", "kind": "Secret",
-		"metadata": obj{"name": "rabbitmq-vh", "namespace": ns},
+		"metadata":   obj{"name": "rabbitmq-vh", "namespace": ns},
 		"stringData": obj{"password": nodeVHostPassword}}, "e2e"); err != nil {
 		t.Fatal(err)
 	}
