@@ -17,9 +17,11 @@ import (
 // the Asya sidecar 0.3 (deliveryhero/asya 23d62b0,
 // src/asya-sidecar/internal/config/config.go).
 type config struct {
-	LogLevel       slog.Level
-	Actor          string
-	GatewayURL     string
+	LogLevel   slog.Level
+	Actor      string
+	GatewayURL string
+	// HappyEnd and ErrorEnd are the end actors: happy-end and error-end
+	// for the 0.3 sidecar, the sink and the sump for the current one.
 	HappyEnd       string
 	ErrorEnd       string
 	RuntimeTimeout time.Duration
@@ -28,6 +30,9 @@ type config struct {
 	IsEndActor     bool
 	Rabbit         rabbitConfig
 	SQS            sqsConfig
+	// Current is nil for the 0.3 sidecar, and what only the current
+	// generation has otherwise (current_config.go).
+	Current *currentConfig
 }
 
 type rabbitConfig struct {
@@ -57,13 +62,46 @@ type sqsConfig struct {
 	VisibilityTimeout, WaitTimeSeconds int32 // seconds
 }
 
-// queueName is the queue of an actor on either transport.
+// queueName is the queue of an actor on either transport, as the 0.3
+// sidecar names it.
 func queueName(actor string) string { return "asya-" + actor }
+
+// queuePrefix is what comes before the actor's name in its queue's:
+// "asya-" for the 0.3 sidecar, "asya-{namespace}-" for the current one.
+// The generation fixes it at load; queue and routingKey follow from it.
+func (c config) queuePrefix() string {
+	if c.Current != nil {
+		return "asya-" + c.Current.Namespace + "-"
+	}
+	return "asya-"
+}
+
+// queue is the queue of an actor.
+func (c config) queue(actor string) string { return c.queuePrefix() + actor }
+
+// routingKey is the key a message for the queue is published under on
+// the exchange: the queue's name without the prefix, as both real
+// sidecars derive it (a name without the prefix is its own key). For
+// either generation that is the bare actor name.
+func (c config) routingKey(queue string) string {
+	if p := c.queuePrefix(); len(queue) > len(p) && strings.HasPrefix(queue, p) {
+		return queue[len(p):]
+	}
+	return queue
+}
 
 // loadConfig reads the configuration through getenv (os.Getenv). Unlike
 // the real sidecar, which falls back to a default on a value it cannot
 // parse, it refuses such a value: a test should hear about it.
+//
+// The generation is chosen first (generationOf); the current one is read
+// by loadCurrentConfig, the rest of this function is the 0.3 sidecar's.
 func loadConfig(getenv func(string) string) (config, error) {
+	if current, err := generationOf(getenv); err != nil {
+		return config{}, err
+	} else if current {
+		return loadCurrentConfig(getenv)
+	}
 	var errs []error
 	bad := func(key, v, want string) { errs = append(errs, fmt.Errorf("%s: %q is not %s", key, v, want)) }
 	str := func(key, fallback string) string {

@@ -22,6 +22,12 @@ type sidecar struct {
 	rt  runtimeClient
 	q   transport
 	log *slog.Logger
+	// each finishes one message: handle for the 0.3 sidecar, the current
+	// generation's router otherwise (current_process.go). run sets it.
+	each func(ctx context.Context, m *message) error
+	// readyWait bounds the wait for the runtime (runtimeReadyWait for the
+	// 0.3 sidecar, ASYA_RUNTIME_READY_TIMEOUT for the current one).
+	readyWait time.Duration
 }
 
 // plan is what becomes of one message.
@@ -47,12 +53,12 @@ func (s *sidecar) loop(ctx context.Context) error {
 		if err != nil {
 			failures++
 			wait := min(time.Second<<min(failures-1, 5), 30*time.Second)
-			s.log.Error("receive failed", "queue", queueName(s.cfg.Actor), "error", err, "retry_in", wait)
+			s.log.Error("receive failed", "queue", s.cfg.queue(s.cfg.Actor), "error", err, "retry_in", wait)
 			sleep(ctx, wait)
 			continue
 		}
 		failures = 0
-		switch err := s.handle(ctx, m); {
+		switch err := s.each(ctx, m); {
 		case errors.Is(err, errRuntimeUnavailable):
 			if err := s.awaitRuntime(ctx); err != nil {
 				return err
@@ -71,7 +77,7 @@ func (s *sidecar) awaitRuntime(ctx context.Context) error {
 		return nil
 	}
 	s.log.Info("waiting for the runtime", "socket", s.rt.socket)
-	if err := s.rt.awaitRuntime(ctx, runtimeReadyWait); ctx.Err() != nil {
+	if err := s.rt.awaitRuntime(ctx, s.readyWait); ctx.Err() != nil {
 		return nil
 	} else if err != nil {
 		return err
@@ -96,7 +102,7 @@ func (s *sidecar) handle(ctx context.Context, m *message) error {
 	defer cancel()
 	for i := 0; err == nil && i < len(p.sends); i++ {
 		if err = s.q.send(work, p.sends[i].Actor, p.sends[i].Body); err != nil {
-			err = fmt.Errorf("publish to %s: %w", queueName(p.sends[i].Actor), err)
+			err = fmt.Errorf("publish to %s: %w", s.cfg.queue(p.sends[i].Actor), err)
 		}
 	}
 	if err != nil {
@@ -113,7 +119,7 @@ func (s *sidecar) handle(ctx context.Context, m *message) error {
 	}
 	to := make([]string, len(p.sends))
 	for i, d := range p.sends {
-		to[i] = queueName(d.Actor)
+		to[i] = s.cfg.queue(d.Actor)
 	}
 	level := slog.LevelInfo
 	if p.outcome != "routed" && p.outcome != "consumed" && p.outcome != "empty" {

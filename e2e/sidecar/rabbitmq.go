@@ -17,8 +17,10 @@ const consumerTag = "asya-sidecar"
 // receive, and again on the first receive after the connection dropped;
 // the broker redelivers what was in hand. What it does with a message
 // follows the real sidecar 0.3 (internal/transport/rabbitmq.go at
-// deliveryhero/asya 23d62b0); where it departs, a comment says why that
-// does not change what asya-sync's tests see.
+// deliveryhero/asya 23d62b0), which the current one (the same file at
+// a7cec2a) does alike but for the queue names (config.queue); where it
+// departs, a comment says why that does not change what asya-sync's
+// tests see.
 type rabbit struct {
 	cfg        config
 	log        *slog.Logger
@@ -61,10 +63,10 @@ func (r *rabbit) connect() (err error) {
 	if err = r.ch.ExchangeDeclare(r.cfg.Rabbit.Exchange, amqp.ExchangeTopic, true, false, false, false, nil); err != nil {
 		return fmt.Errorf("declare exchange %s: %w", r.cfg.Rabbit.Exchange, err)
 	}
-	if r.deliveries, err = r.ch.Consume(queueName(r.cfg.Actor), consumerTag, false, false, false, false, nil); err != nil {
-		return fmt.Errorf("consume %s: %w", queueName(r.cfg.Actor), err)
+	if r.deliveries, err = r.ch.Consume(r.cfg.queue(r.cfg.Actor), consumerTag, false, false, false, false, nil); err != nil {
+		return fmt.Errorf("consume %s: %w", r.cfg.queue(r.cfg.Actor), err)
 	}
-	r.log.Info("consuming", "queue", queueName(r.cfg.Actor), "exchange", r.cfg.Rabbit.Exchange, "broker", r.where())
+	r.log.Info("consuming", "queue", r.cfg.queue(r.cfg.Actor), "exchange", r.cfg.Rabbit.Exchange, "broker", r.where())
 	return nil
 }
 
@@ -94,7 +96,8 @@ func (r *rabbit) receive(ctx context.Context) (*message, error) {
 
 // send does what the real sidecar's Send does: it checks that the
 // destination queue exists (a passive declare), then publishes to the
-// exchange with the bare actor name as routing key, not mandatory. A
+// exchange with the bare actor name as routing key (the queue's name
+// without its prefix, in both generations), not mandatory. A
 // queue that exists but is not bound to the exchange under that key
 // never sees the message: the broker drops it and nobody is told, in both
 // sidecars. Departures: the passive declare runs on a channel of its own
@@ -105,10 +108,11 @@ func (r *rabbit) send(ctx context.Context, actor string, body []byte) error {
 	if r.ch == nil || r.ch.IsClosed() {
 		return errors.New("RabbitMQ channel closed")
 	}
-	if err := r.queueExists(queueName(actor)); err != nil {
+	queue := r.cfg.queue(actor)
+	if err := r.queueExists(queue); err != nil {
 		return err
 	}
-	confirm, err := r.ch.PublishWithDeferredConfirmWithContext(ctx, r.cfg.Rabbit.Exchange, actor, false, false, amqp.Publishing{
+	confirm, err := r.ch.PublishWithDeferredConfirmWithContext(ctx, r.cfg.Rabbit.Exchange, r.cfg.routingKey(queue), false, false, amqp.Publishing{
 		DeliveryMode: amqp.Persistent, ContentType: "application/json", Timestamp: time.Now(), Body: body})
 	if err != nil {
 		return err

@@ -10,7 +10,9 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 )
 
-// sqsQueues long-polls the actor's queue and sends with SendMessage.
+// sqsQueues long-polls the actor's queue and sends with SendMessage, as
+// both generations of the real sidecar do (one message per receive, the
+// queue's URL by its name).
 // Credentials come from the SDK's default chain: AWS_ACCESS_KEY_ID and
 // AWS_SECRET_ACCESS_KEY, or the pod's IRSA role.
 type sqsQueues struct {
@@ -38,7 +40,7 @@ func newSQS(ctx context.Context, cfg config) (*sqsQueues, error) {
 // queueURL asks SQS for the queue's URL, as the real sidecar does (no
 // account id reaches the sidecar), and remembers it.
 func (s *sqsQueues) queueURL(ctx context.Context, actor string) (string, error) {
-	name := queueName(actor)
+	name := s.cfg.queue(actor)
 	if u, ok := s.urls[name]; ok {
 		return u, nil
 	}
@@ -77,7 +79,7 @@ func (s *sqsQueues) receive(ctx context.Context) (*message, error) {
 			WaitTimeSeconds: s.cfg.SQS.WaitTimeSeconds, VisibilityTimeout: s.cfg.SQS.VisibilityTimeout,
 		})
 		if err != nil {
-			delete(s.urls, queueName(s.cfg.Actor)) // the queue may come back elsewhere
+			delete(s.urls, s.cfg.queue(s.cfg.Actor)) // the queue may come back elsewhere
 			return nil, fmt.Errorf("receive from %s: %w", u, err)
 		}
 		if len(out.Messages) > 0 {
@@ -94,7 +96,7 @@ func (s *sqsQueues) send(ctx context.Context, actor string, body []byte) error {
 		return err
 	}
 	if _, err = s.client.SendMessage(ctx, &sqs.SendMessageInput{QueueUrl: aws.String(u), MessageBody: aws.String(string(body))}); err != nil {
-		delete(s.urls, queueName(actor))
+		delete(s.urls, s.cfg.queue(actor))
 	}
 	return err
 }
