@@ -88,7 +88,10 @@ type currentRouter struct {
 	// calls honour it and fail: the message is neither sent on,
 	// acknowledged nor requeued, and comes back after its visibility
 	// timeout. This router gives the broker calls a context that ends the
-	// same way, so either broker shows what the real sidecar does.
+	// same way, so either broker shows what the real sidecar does. (When
+	// the sump's queue URL is not yet known, the real one first sleeps
+	// through its GetQueueUrl retries, minutes, until the kubelet kills
+	// it; this one exits at once. The message comes back all the same.)
 	stopFailsBroker bool
 }
 
@@ -200,7 +203,9 @@ func (c *currentRouter) process(ctx, broker context.Context, body []byte, o *out
 			failed, halted = fmt.Errorf("failed to route response %d: %w", i, err), true
 		}
 	}
-	err = c.rt.invoke(ctx, in, c.cfg.RuntimeTimeout, onFrame)
+	call, done := plainCancel(ctx)
+	defer done()
+	err = c.rt.invoke(call, in, c.cfg.RuntimeTimeout, onFrame)
 	switch {
 	case err != nil:
 		return c.callFailed(broker, o, &env, body, err)
@@ -211,6 +216,15 @@ func (c *currentRouter) process(ctx, broker context.Context, body []byte, o *out
 		return c.toSink(broker, o, env)
 	}
 	return nil
+}
+
+// plainCancel is ctx ended without its cause: the real sidecar ends its
+// context with a plain cancel on SIGTERM, so a call cut short fails with
+// "context canceled", which is what reaches the sump.
+func plainCancel(ctx context.Context) (context.Context, context.CancelFunc) {
+	plain, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	stop := context.AfterFunc(ctx, cancel)
+	return plain, func() { stop(); cancel() }
 }
 
 // markProcessing is the real router's ensureAndUpdateStatus, before the
@@ -401,7 +415,9 @@ func (c *currentRouter) toSump(ctx context.Context, o *outcome, body []byte, rea
 // timeout stops the sidecar without sending anything.
 func (c *currentRouter) consume(ctx context.Context, body []byte, o *outcome) error {
 	o.what = "consumed"
-	err := c.rt.invoke(ctx, body, c.cfg.RuntimeTimeout, func(f frame, _ int) {
+	call, done := plainCancel(ctx)
+	defer done()
+	err := c.rt.invoke(call, body, c.cfg.RuntimeTimeout, func(f frame, _ int) {
 		if f.Error != "" {
 			o.note = fmt.Sprintf("handler error: %s %s", f.Error, f.Details.Message)
 		}

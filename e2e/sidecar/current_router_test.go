@@ -551,3 +551,18 @@ func TestHTTPRuntimeTimeout(t *testing.T) {
 		}
 	}
 }
+
+// TestCurrentRuntimeNeverReady: without the runtime's ready file within
+// ASYA_RUNTIME_READY_TIMEOUT the sidecar stops with an error (exit 1), as
+// the real one does, before it touches the broker.
+func TestCurrentRuntimeNeverReady(t *testing.T) {
+	cfg := config{
+		Actor: "a", HappyEnd: "x-sink", ErrorEnd: "x-sump", RuntimeTimeout: time.Second, Transport: "rabbitmq",
+		SocketDir: t.TempDir(), Rabbit: rabbitConfig{URL: "amqp://guest:guest@127.0.0.1:1/", Exchange: "asya"},
+		Current: &currentConfig{Namespace: "ns", ReadyTimeout: 300 * time.Millisecond},
+	}
+	err := run(context.Background(), cfg, testLogger(t))
+	if err == nil || !strings.Contains(err.Error(), "runtime not ready after 300ms") {
+		t.Errorf("run: %v, want the ready timeout", err)
+	}
+}
