@@ -39,6 +39,8 @@ type Input struct {
 	// ClaimTemplates are the StatefulSet's volume claim templates, decoded
 	// from spec.workload.volumeClaimTemplates.
 	ClaimTemplates []corev1.PersistentVolumeClaim
+	// Sink and Sump end every route of a flat actor's namespace.
+	Sink, Sump string
 	// Standby is set when another actor of the same name owns the queue:
 	// the workload runs no replicas and KEDA is not asked to scale it, so
 	// the actor consumes nothing, yet everything else is built and the

@@ -60,7 +60,7 @@ func (in Input) runtimeWriter() corev1.Container {
 func (in Input) wireRuntime(c *corev1.Container) {
 	c.Command = []string{in.Actor.Spec.Workload.PythonExecutable, RuntimeScriptPath}
 	c.Env = setEnv(c.Env, corev1.EnvVar{Name: "ASYA_SOCKET_DIR", Value: SocketDir})
-	if in.isEndActor() {
+	if in.generation().isEndActor(in) {
 		c.Env = addEnv(c.Env, corev1.EnvVar{Name: "ASYA_ENABLE_VALIDATION", Value: "false"})
 	}
 	c.VolumeMounts = addMounts(c.VolumeMounts, append(sharedMounts(),
@@ -85,14 +85,3 @@ func readyProbe(period, failureThreshold int32) *corev1.Probe {
 		FailureThreshold: failureThreshold,
 	}
 }
-
-// isEndActor reports whether the actor ends a route.
-func (in Input) isEndActor() bool {
-	return in.Actor.Name == HappyEnd || in.Actor.Name == ErrorEnd
-}
-
-// End actors' names.
-const (
-	HappyEnd = "happy-end"
-	ErrorEnd = "error-end"
-)

@@ -22,12 +22,12 @@ func scalingInput(t transport.Kind, edit func(*v1alpha1.AsyncActorSpec)) Input {
 	actor := &v1alpha1.AsyncActor{}
 	actor.Name, actor.Namespace = "echo", "ml"
 	actor.Spec.Transport = t.Type()
-	actor.Spec.Scaling.Enabled = true
+	actor.Spec.Scaling.Enabled = ptr.To(true)
 	if edit != nil {
 		edit(&actor.Spec)
 	}
 	actor.Spec = actor.Spec.WithDefaults()
-	return Input{Actor: actor, Transport: t, ScalingActive: actor.Spec.Scaling.Enabled}
+	return Input{Actor: actor, Transport: t, ScalingActive: actor.Spec.Scaling.On()}
 }
 
 func rabbitMQTransport(edit func(*rabbitmq.Settings)) transport.Kind {
@@ -140,7 +140,7 @@ func TestScalingRenderedHasNoEmptyFields(t *testing.T) {
 }
 
 func TestScaledObjectNilWithoutScaling(t *testing.T) {
-	off := scalingInput(rabbitMQTransport(nil), func(s *v1alpha1.AsyncActorSpec) { s.Scaling.Enabled = false })
+	off := scalingInput(rabbitMQTransport(nil), func(s *v1alpha1.AsyncActorSpec) { s.Scaling.Enabled = ptr.To(false) })
 	noKEDA := scalingInput(rabbitMQTransport(nil), nil)
 	noKEDA.ScalingActive = false
 	for name, in := range map[string]Input{"scaling off": off, "no KEDA": noKEDA} {

@@ -1,6 +1,7 @@
 package children
 
 import (
+	"k8s.io/utils/ptr"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -22,7 +23,7 @@ func TestServiceAccount(t *testing.T) {
 		},
 	}
 	withRole := func(s *sqs.Settings) { s.ActorRoleArn = actorRole }
-	scalingOff := func(s *v1alpha1.AsyncActorSpec) { s.Scaling.Enabled = false }
+	scalingOff := func(s *v1alpha1.AsyncActorSpec) { s.Scaling.Enabled = ptr.To(false) }
 
 	tests := []struct {
 		name string

@@ -1,8 +1,6 @@
 package children
 
 import (
-	"fmt"
-
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/asya-sh/asya-sync/api/v1alpha1"
@@ -11,7 +9,7 @@ import (
 // sidecar is the injected asya-sidecar container.
 func (in Input) sidecar() corev1.Container {
 	spec := in.Actor.Spec.Sidecar
-	env := in.sidecarEnv()
+	env := in.generation().sidecarEnv(in)
 	for _, e := range spec.Env {
 		env = setEnv(env, e)
 	}
@@ -40,9 +38,9 @@ func (in Input) sidecarSecurityContext() *corev1.SecurityContext {
 }
 
 func (in Input) sidecarImage() string {
-	switch {
-	case in.Actor.Spec.Sidecar.Image != "":
-		return in.Actor.Spec.Sidecar.Image
+	switch ref := in.Actor.Spec.Sidecar.Image.Reference(""); {
+	case ref != "":
+		return ref
 	case in.SidecarImage != "":
 		return in.SidecarImage
 	}
@@ -70,26 +68,3 @@ func (in Input) gatewayEnv() (corev1.EnvVar, bool) {
 }
 
 const gatewayURLEnv = "ASYA_GATEWAY_URL"
-
-// sidecarEnv is the environment the Asya sidecar reads, before the user's.
-func (in Input) sidecarEnv() []corev1.EnvVar {
-	env := []corev1.EnvVar{
-		value("ASYA_LOG_LEVEL", "info"),
-		value("ASYA_ACTOR_NAME", in.Actor.Name),
-	}
-	if gw, ok := in.gatewayEnv(); ok {
-		env = append(env, gw)
-	}
-	env = append(env,
-		value("ASYA_ACTOR_HAPPY_END", HappyEnd),
-		value("ASYA_ACTOR_ERROR_END", ErrorEnd),
-		value("ASYA_RUNTIME_TIMEOUT", fmt.Sprintf("%ds", in.Actor.Spec.Timeout.Processing)),
-		value("ASYA_SOCKET_DIR", SocketDir),
-		value("ASYA_TRANSPORT", in.Transport.Type()),
-	)
-	env = append(env, in.Transport.SidecarEnv(in.queue())...)
-	if in.isEndActor() {
-		env = append(env, value("ASYA_IS_END_ACTOR", "true"))
-	}
-	return env
-}

@@ -75,7 +75,7 @@ func TestTriggerAuthentication(t *testing.T) {
 		},
 		{
 			name: "scaling off",
-			in:   scalingInput(rabbitMQTransport(nil), func(s *v1alpha1.AsyncActorSpec) { s.Scaling.Enabled = false }),
+			in:   scalingInput(rabbitMQTransport(nil), func(s *v1alpha1.AsyncActorSpec) { s.Scaling.Enabled = ptr.To(false) }),
 		},
 		{
 			name: "no KEDA",

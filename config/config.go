@@ -35,6 +35,8 @@ type Config struct {
 	// RuntimeImage is asya-sync's own image, whose binary writes the
 	// runtime script into the pods with asyaruntime.InitContainer.
 	RuntimeImage string `json:"runtimeImage"`
+	// FlatActors configures actors of the flat shape.
+	FlatActors FlatActors `json:"flatActors"`
 }
 
 // Watch says which related objects the customize hook asks Metacontroller
@@ -116,6 +118,7 @@ func Parse(data []byte) (*Config, error) {
 		} `json:"watch"`
 		RuntimeDelivery asyaruntime.Delivery `json:"runtimeDelivery"`
 		RuntimeImage    string               `json:"runtimeImage"`
+		FlatActors      FlatActors           `json:"flatActors"`
 	}
 	if err := decodeStrict(data, &raw); err != nil {
 		return nil, err
@@ -160,6 +163,10 @@ func Parse(data []byte) (*Config, error) {
 			return nil, fmt.Errorf("transports.%s.%w", name, err)
 		}
 		cfg.Transports[name] = t
+	}
+	cfg.FlatActors = raw.FlatActors
+	if err := cfg.FlatActors.check(cfg.Transports); err != nil {
+		return nil, err
 	}
 	return cfg, nil
 }

@@ -38,6 +38,9 @@ type Claim struct {
 	// Unmanaged: the transport leaves its queues alone (queues.manage:
 	// false).
 	Unmanaged bool
+	// Shared: the queue is the namespace's sink or sump, which every flat
+	// actor of the namespace routes to; it outlives the actor.
+	Shared bool
 }
 
 // Release is the queue step of an actor being deleted, on the broker of
@@ -72,13 +75,16 @@ func Release(ctx context.Context, c Claim, brokers transport.Lookup) status.Queu
 // soon as this one is gone and gets it with its messages, or the request
 // cannot tell whether such an actor exists.
 func Kept(c Claim) (status.QueueState, bool) {
-	queue := v1alpha1.QueueName(c.Actor.Name)
+	queue := transport.QueueOf(c.Actor).Name()
 	switch {
 	case c.Unmanaged:
 		return status.QueueState{Ready: true, Reason: "QueueKept", Message: fmt.Sprintf(
 			"queue %s is left as it is: transport %q does not manage its queues (queues.manage: false)", queue, c.Actor.Spec.Transport)}, true
 	case c.Actor.Annotations[AnnotationQueueDeletionPolicy] == PolicyRetain:
 		return released, true
+	case c.Shared:
+		return status.QueueState{Ready: true, Reason: "QueueKept", Message: fmt.Sprintf(
+			"queue %s is kept: it is where every actor of namespace %s ends its routes", queue, c.Actor.Namespace)}, true
 	case c.KeyedByName:
 		return status.QueueState{Ready: true, Reason: "QueueKept", Message: fmt.Sprintf(
 			"queue %s is kept: Metacontroller sent the actors of this name keyed by name only (hook version v1), "+

@@ -287,7 +287,7 @@ func TestKEDAGracePeriod(t *testing.T) {
 func TestScalingReadyOnlyWithScaling(t *testing.T) {
 	in := keda(runningTwo(t), 2)
 	in = withStatus(t, in, Compute(in).Status)
-	in.Actor.Spec.Scaling.Enabled, in.ScalingActive = false, false
+	in.Actor.Spec.Scaling.Enabled, in.ScalingActive = ptr(false), false
 	in.ScaledObject = nil
 	st := Compute(in).Status
 	if meta.FindStatusCondition(st.Conditions, ConditionScalingReady) != nil {

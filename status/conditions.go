@@ -48,7 +48,7 @@ func (o *observation) setConditions(st *v1alpha1.AsyncActorStatus) {
 		noting(u.Namesakes, "actors of this name in other namespaces not checked (watch.namesakes: false)"))
 	o.set(&st.Conditions, ConditionWorkloadReady, o.workloadCondition().
 		noting(u.Pods, "pod health not watched (watch.pods: false)"))
-	if o.actor.Spec.Scaling.Enabled {
+	if o.actor.Spec.Scaling.On() {
 		o.set(&st.Conditions, ConditionScalingReady, o.scaling.condition)
 	} else {
 		meta.RemoveStatusCondition(&st.Conditions, ConditionScalingReady)

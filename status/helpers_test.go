@@ -55,7 +55,7 @@ func input() Input {
 
 // scaled turns KEDA scaling on and applied.
 func scaled(in Input) Input {
-	in.Actor.Spec.Scaling.Enabled = true
+	in.Actor.Spec.Scaling.Enabled = ptr(true)
 	in.ScalingActive = true
 	return in
 }

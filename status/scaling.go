@@ -24,7 +24,7 @@ type scalingState struct {
 // answered yet the actor is waiting, not failing, for KEDAGracePeriod.
 func (o *observation) scalingState() scalingState {
 	switch {
-	case !o.actor.Spec.Scaling.Enabled:
+	case !o.actor.Spec.Scaling.On():
 		return scalingState{}
 	case o.terminating:
 		return scalingState{condition: condition{metav1.ConditionFalse, Terminating, "the actor is being deleted"}}

@@ -110,6 +110,9 @@ type Input struct {
 	SpecProblems []string
 	// Queue is the outcome of this hook call's queue operation.
 	Queue QueueState
+	// QueueName and QueueURL name the actor's queue (the URL where the
+	// transport has one), for the flat status.
+	QueueName, QueueURL string
 	// Unwatched is what Metacontroller was not asked to watch (the
 	// service's watch configuration): the conditions say so, so that a
 	// reader can tell "not told" from "fine".
@@ -177,5 +180,8 @@ func Compute(in Input) Result {
 	o.setReplicaFields(&st)
 	setOperatorSummaries(&st)
 	st.Status = o.statusValue()
+	if o.actor.Spec.Generation == v1alpha1.Flat {
+		st.FlatStatus = flatStatus(&st, in.QueueName, in.QueueURL)
+	}
 	return Result{Status: st, ResyncAfter: o.resyncAfter(&st)}
 }

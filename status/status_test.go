@@ -412,7 +412,7 @@ var statusCases = []statusCase{
 		name: "KEDA not installed",
 		in: func(t *testing.T) Input {
 			in := runningTwo(t)
-			in.Actor.Spec.Scaling.Enabled = true
+			in.Actor.Spec.Scaling.Enabled = ptr(true)
 			in.KEDAMissing = true
 			return in
 		},

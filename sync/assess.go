@@ -49,6 +49,7 @@ type assessment struct {
 
 // assess validates the actor and decides who owns its queue.
 func (h *Handler) assess(req *hook.SyncRequest) *assessment {
+	h.serviceDefaults(req.Actor)
 	a := &assessment{req: req, actor: req.Actor, unwatched: h.unwatched(req.Actor.Spec.Transport)}
 	if req.SpecError != nil {
 		a.problems = append(a.problems, req.SpecError.Error())
@@ -57,13 +58,13 @@ func (h *Handler) assess(req *hook.SyncRequest) *assessment {
 	if a.found {
 		a.problems = append(a.problems, validate(a.actor.Name, a.actor.Spec, a.transport)...)
 		a.secretProblems = a.checkSecrets()
-		owner, mine := transport.Owner(a.actor, req.Related.AsyncActors.List())
+		owner, mine := transport.Owner(a.actor, req.Related.AsyncActors.List(), h.Config.FlatActors.Transport)
 		a.owner, a.standby = owner, !mine
 		if a.standby {
 			a.queue = queueConflict(a.actor, owner)
 		}
 	}
-	a.scalingActive = a.actor.Spec.Scaling.Enabled && !a.kedaMissing() && !a.standby
+	a.scalingActive = a.actor.Spec.Scaling.On() && !a.kedaMissing() && !a.standby
 	if a.valid() {
 		a.build = h.childrenInput(a)
 		a.template = children.PodTemplate(a.build)
@@ -89,7 +90,7 @@ func (h *Handler) transportOf(name string) (config.Transport, status.QueueState,
 
 func (h *Handler) childrenInput(a *assessment) children.Input {
 	claims, _ := a.actor.Spec.Workload.ClaimTemplates() // validated
-	return children.Input{
+	in := children.Input{
 		ClaimTemplates:         claims,
 		Actor:                  a.actor,
 		Transport:              a.transport.Kind,
@@ -103,12 +104,33 @@ func (h *Handler) childrenInput(a *assessment) children.Input {
 		ScalingActive:          a.scalingActive,
 		Standby:                a.standby,
 	}
+	if a.actor.Spec.Generation == v1alpha1.Flat {
+		in.SidecarImage = h.Config.FlatActors.SidecarImage
+		in.RuntimeScript, in.RuntimeHash = h.FlatScript.Source, h.FlatScript.Hash
+		in.Sink, in.Sump = h.Config.FlatActors.Sink, h.Config.FlatActors.Sump
+	}
+	return in
+}
+
+// serviceDefaults completes the actor with what the service configuration
+// decides: the transport of a flat actor that names none.
+func (h *Handler) serviceDefaults(actor *v1alpha1.AsyncActor) {
+	if actor.Spec.Generation == v1alpha1.Flat && actor.Spec.Transport == "" {
+		actor.Spec.Transport = h.Config.FlatActors.Transport
+	}
+}
+
+// endQueues are the namespace's sink and sump, for a flat actor.
+func (h *Handler) endQueues(actor *v1alpha1.AsyncActor) []transport.Queue {
+	return transport.EndQueues(actor, h.Config.FlatActors.Sink, h.Config.FlatActors.Sump)
 }
 
 // claim is what finalize decides the queue's fate from.
-func (a *assessment) claim() finalize.Claim {
+func (h *Handler) claim(a *assessment) finalize.Claim {
+	flat := h.Config.FlatActors
 	return finalize.Claim{Actor: a.actor, Owner: a.owner, Mine: !a.standby,
-		KeyedByName: a.req.Related.AsyncActors.KeyedByName(), Unmanaged: !a.transport.Kind.ManageQueues()}
+		KeyedByName: a.req.Related.AsyncActors.KeyedByName(), Unmanaged: !a.transport.Kind.ManageQueues(),
+		Shared: a.actor.Spec.Generation == v1alpha1.Flat && (a.actor.Spec.Actor == flat.Sink || a.actor.Spec.Actor == flat.Sump)}
 }
 
 // kedaMissing: Metacontroller sent no ScaledObject group, so the cluster
@@ -120,7 +142,7 @@ func queueConflict(actor *v1alpha1.AsyncActor, owner transport.Claimant) status.
 	return status.QueueState{Reason: transport.ReasonQueueConflict, Message: fmt.Sprintf(
 		"queue %s on transport %q belongs to AsyncActor %s, the first actor of this name on that transport: "+
 			"this actor runs no replicas and leaves the queue alone; rename it, or delete %s to hand the queue over",
-		v1alpha1.QueueName(actor.Name), actor.Spec.Transport, owner, owner)}
+		transport.QueueOf(actor).Name(), actor.Spec.Transport, owner, owner)}
 }
 
 // valid reports whether children may be built. An invalid actor keeps its

@@ -27,6 +27,7 @@ import (
 // cluster-scoped: selected by name alone.
 func (h *Handler) Customize(req *hook.CustomizeRequest) *hook.CustomizeResponse {
 	actor := req.Actor
+	h.serviceDefaults(actor)
 	ns, name := actor.Namespace, actor.Name
 	watch := h.Config.Watch
 	var rules []hook.RelatedResourceRule
@@ -34,7 +35,12 @@ func (h *Handler) Customize(req *hook.CustomizeRequest) *hook.CustomizeResponse 
 		rules = append(rules, hook.RelatedResourceRule{APIVersion: "v1", Resource: "pods", Namespace: ns,
 			LabelSelector: &hook.LabelSelector{MatchLabels: map[string]string{children.LabelActor: name}}})
 	}
-	if watch.Namesakes {
+	switch {
+	case watch.Namesakes && actor.Spec.Generation == v1alpha1.Flat:
+		// Flat actors claim asya-<namespace>-<actor>, spec.actor being no
+		// name Metacontroller can select by: every actor of the namespace.
+		rules = append(rules, hook.RelatedResourceRule{APIVersion: v1alpha1.GroupVersion.String(), Resource: v1alpha1.Resource, Namespace: ns})
+	case watch.Namesakes:
 		rules = append(rules, hook.RelatedResourceRule{APIVersion: v1alpha1.GroupVersion.String(), Resource: v1alpha1.Resource, Names: []string{name}})
 	}
 	if names := h.secretNames(actor.Spec.Transport); watch.Secrets && len(names) > 0 {

@@ -27,6 +27,9 @@ const casesDir = "../testdata/sync"
 // change with every edit of the real one.
 var testScript = asyaruntime.Script{Source: "# asya runtime\n", Hash: "0123456789abcdef"}
 
+// testFlatScript stands in for the flat actors' runtime likewise.
+var testFlatScript = asyaruntime.Script{Source: "# asya runtime, http\n", Hash: "fedcba9876543210"}
+
 // defaultNow is the clock of a case without world.json's now.
 var defaultNow = time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
 
@@ -139,7 +142,7 @@ func loadCase(t testing.TB, dir string) (*hook.SyncRequest, *Handler) {
 	if w.Now != nil {
 		now = *w.Now
 	}
-	h := &Handler{Config: cfg, Script: testScript, Now: func() time.Time { return now },
+	h := &Handler{Config: cfg, Script: testScript, FlatScript: testFlatScript, Now: func() time.Time { return now },
 		Transports: scripted.New(w.Transport)}
 	return req, h
 }

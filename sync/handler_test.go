@@ -27,7 +27,7 @@ func NewBrokerHandler(t *testing.T, yaml string) *Handler {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { set.Close() })
-	return &Handler{Config: cfg, Transports: set, Script: testScript, Now: time.Now}
+	return &Handler{Config: cfg, Transports: set, Script: testScript, FlatScript: testFlatScript, Now: time.Now}
 }
 
 // DecodeBody is the request Metacontroller would send as body, decoded as

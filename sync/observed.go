@@ -30,6 +30,8 @@ func (a *assessment) statusInput(now time.Time) status.Input {
 		Pods:           a.pods(),
 		MissingSecrets: a.missingSecrets(),
 		SecretProblems: a.secretProblems,
+		QueueName:      transport.QueueOf(a.actor).Name(),
+		QueueURL:       a.queueURL(),
 		SpecProblems:   a.problems,
 		Queue:          a.queue,
 		Unwatched:      a.unwatched,
@@ -81,6 +83,14 @@ func (a *assessment) missingSecrets() []string {
 		}
 	}
 	return missing
+}
+
+// queueURL is the queue's URL, where its transport gives queues one.
+func (a *assessment) queueURL() string {
+	if addr, ok := a.transport.Kind.(transport.Addresser); ok && a.found {
+		return addr.QueueURL(transport.QueueOf(a.actor).Name())
+	}
+	return ""
 }
 
 // checkSecrets lists the referenced Secret keys Metacontroller sent whose

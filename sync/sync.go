@@ -25,6 +25,8 @@ type Handler struct {
 	// Transports is nil when queues are not to be touched (render).
 	Transports transport.Lookup
 	Script     asyaruntime.Script
+	// FlatScript is the runtime of flat actors, which talks HTTP.
+	FlatScript asyaruntime.Script
 	Now        func() time.Time
 }
 
@@ -35,7 +37,7 @@ func (h *Handler) Answer(ctx context.Context, req *hook.SyncRequest) (*hook.Resp
 	a := h.assess(req)
 	switch {
 	case req.Finalizing && a.found:
-		a.queue = finalize.Release(ctx, a.claim(), h.Transports)
+		a.queue = finalize.Release(ctx, h.claim(a), h.Transports)
 	case req.Finalizing:
 		a.queue = status.QueueState{Ready: true} // no transport of ours, no queue to release
 	case a.found && !a.standby:
@@ -52,6 +54,7 @@ func (h *Handler) Answer(ctx context.Context, req *hook.SyncRequest) (*hook.Resp
 // Render returns the children a sync would answer in a cluster with KEDA,
 // touching no broker; a problem with the actor is an error.
 func (h *Handler) Render(actor *v1alpha1.AsyncActor) ([]map[string]any, error) {
+	h.serviceDefaults(actor)
 	kedaInstalled := hook.ObservedChildren{ScaledObjects: hook.Group[hook.ScaledObject]{}}
 	a := h.assess(&hook.SyncRequest{Actor: actor, Children: kedaInstalled})
 	if !a.found {
@@ -81,8 +84,10 @@ func (h *Handler) ensureQueue(ctx context.Context, a *assessment) (status.QueueS
 	}
 	q := transport.QueueOf(a.actor)
 	err := transport.Attempt(ctx, func(ctx context.Context) error {
-		if err := broker.Ensure(ctx, q); err != nil {
-			return err
+		for _, end := range append(h.endQueues(a.actor), q) {
+			if err := broker.Ensure(ctx, end); err != nil {
+				return err
+			}
 		}
 		if counts, err := broker.Counts(ctx, q); err == nil {
 			state.Queued, state.Processing = counts.Queued, counts.Processing

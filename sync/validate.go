@@ -17,6 +17,9 @@ const templatePath = "spec.workload.template.spec"
 // errors at admission; they are checked again for actors that reach the
 // hook without that CRD (render, older installs).
 func validate(name string, spec v1alpha1.AsyncActorSpec, t config.Transport) []string {
+	if spec.Generation == v1alpha1.Flat {
+		return validateFlat(spec)
+	}
 	var problems []string
 	problems = append(problems, validateContainers(spec.Workload.Template.Spec)...)
 	problems = append(problems, validateVolumes(spec.Workload.Template.Spec)...)

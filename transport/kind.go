@@ -48,6 +48,12 @@ type SecretChecker interface {
 	CheckSecret(ref SecretKeyRef, value []byte) error
 }
 
+// Addresser is implemented by the kinds whose queues have a URL (SQS), for
+// the status.
+type Addresser interface {
+	QueueURL(queue string) string
+}
+
 // SecretKeyRef names one key of a Secret in the actor's namespace.
 type SecretKeyRef struct {
 	Name string `json:"name"`

@@ -8,9 +8,10 @@ import (
 	"github.com/asya-sh/asya-sync/api/v1alpha1"
 )
 
-// Queue names are global per transport (the sidecar derives the queue from
-// the bare actor name), so actors of one name in several namespaces claim
-// the same queue. Exactly one owns it; the rule below is a pure function of
+// Nested actors' queue names are global per transport (the 0.3 sidecar
+// derives the queue from the bare actor name), so actors of one name in
+// several namespaces claim the same queue; flat actors of one spec.actor in
+// one namespace do too. Exactly one owns it; the rule below is a pure function of
 // the claimants Metacontroller sends with every hook call, so every replica
 // of the service decides alike, on every call, with no state of its own.
 
@@ -25,19 +26,37 @@ type Claimant struct {
 // String is the claimant as users name it: namespace/name.
 func (c Claimant) String() string { return c.Namespace + "/" + c.Name }
 
+// claimKey is what two actors share when they claim one queue: the
+// transport and the queue's name.
+type claimKey struct{ transport, queue string }
+
+// keyOf reads the claim off a related actor as it came: a flat actor
+// (spec.actor set) claims asya-<namespace>-<actor> on its transport, or on
+// flatTransport, the service's for flat actors that name none.
+func keyOf(obj *unstructured.Unstructured, flatTransport string) claimKey {
+	t, _, _ := unstructured.NestedString(obj.Object, "spec", "transport")
+	if actor, _, _ := unstructured.NestedString(obj.Object, "spec", "actor"); actor != "" {
+		if t == "" {
+			t = flatTransport
+		}
+		return claimKey{t, v1alpha1.FlatQueueName(obj.GetNamespace(), actor)}
+	}
+	return claimKey{t, v1alpha1.QueueName(obj.GetName())}
+}
+
 // Owner is the ownership rule: of self and the actors Metacontroller sent
 // (related objects, any namespace), it picks the owner of self's queue and
-// says whether it is self. The claimants are the actors of self's name on
-// self's transport. One not being deleted comes before one that is, then
+// says whether it is self. The claimants are the actors that claim self's
+// queue on self's transport (keyOf). One not being deleted comes before one that is, then
 // the oldest, then the lowest uid: the first actor to claim a queue keeps
 // it for as long as it lives, and the next in line takes over as soon as
 // the owner is being deleted. The order of actors does not matter.
-func Owner(self *v1alpha1.AsyncActor, actors []*unstructured.Unstructured) (owner Claimant, mine bool) {
+func Owner(self *v1alpha1.AsyncActor, actors []*unstructured.Unstructured, flatTransport string) (owner Claimant, mine bool) {
 	owner, mine = Claimant{Namespace: self.Namespace, Name: self.Name, UID: string(self.UID),
 		Created: self.CreationTimestamp.Time, Terminating: self.DeletionTimestamp != nil}, true
+	want := claimKey{self.Spec.Transport, QueueOf(self).Name()}
 	for _, obj := range actors {
-		transportName, _, _ := unstructured.NestedString(obj.Object, "spec", "transport")
-		if obj.GetName() != self.Name || transportName != self.Spec.Transport || sameActor(obj, self) {
+		if keyOf(obj, flatTransport) != want || sameActor(obj, self) {
 			continue
 		}
 		rival := Claimant{Namespace: obj.GetNamespace(), Name: obj.GetName(), UID: string(obj.GetUID()),

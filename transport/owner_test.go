@@ -70,13 +70,13 @@ func TestOwner(t *testing.T) {
 				others = append(others, related(o))
 			}
 			me := typed(tc.self)
-			owner, mine := Owner(me, others)
+			owner, mine := Owner(me, others, "")
 			if owner.String() != tc.want || mine != (tc.want == me.Namespace+"/"+me.Name) {
 				t.Errorf("Owner = %s (mine: %v), want %s", owner, mine, tc.want)
 			}
 			// The verdict does not depend on the order Metacontroller lists actors in.
 			slices.Reverse(others)
-			if again, _ := Owner(me, others); again.String() != tc.want {
+			if again, _ := Owner(me, others, ""); again.String() != tc.want {
 				t.Errorf("with the actors reversed, Owner = %s, want %s", again, tc.want)
 			}
 		})

@@ -17,24 +17,56 @@ import (
 
 // Queue says which queue to act on, and with what settings.
 type Queue struct {
-	// Actor is the actor's name; the queue is QueueName(Actor).
+	// Actor is the actor's name on the queues, which the sidecar routes by:
+	// metadata.name of a nested actor, spec.actor of a flat one.
 	Actor string
 	// Namespace is the actor's namespace (used for SQS tags).
 	Namespace string
 	// ProcessingTimeout is spec.timeout.processing in seconds; SQS derives
 	// its visibility timeout from it.
 	ProcessingTimeout int32
+	// Scoped is a queue of the flat generation, asya-<namespace>-<actor>:
+	// its sidecar names queues by namespace and actor, and on RabbitMQ
+	// publishes to an exchange of the namespace's own (its routing key
+	// carries no namespace).
+	Scoped bool
 }
 
 // Name is the queue's name on the broker.
-func (q Queue) Name() string { return v1alpha1.QueueName(q.Actor) }
+func (q Queue) Name() string {
+	if q.Scoped {
+		return v1alpha1.FlatQueueName(q.Namespace, q.Actor)
+	}
+	return v1alpha1.QueueName(q.Actor)
+}
 
 // DLQName is the name of the queue's dead-letter queue on the broker.
 func (q Queue) DLQName() string { return q.Name() + "-dlq" }
 
 // QueueOf is the queue of an actor, with the settings that shape it.
 func QueueOf(actor *v1alpha1.AsyncActor) Queue {
-	return Queue{Actor: actor.Name, Namespace: actor.Namespace, ProcessingTimeout: actor.Spec.Timeout.Processing}
+	q := Queue{Actor: actor.Name, Namespace: actor.Namespace, ProcessingTimeout: actor.Spec.Timeout.Processing}
+	if actor.Spec.Generation == v1alpha1.Flat {
+		q.Actor, q.Scoped = actor.Spec.Actor, true
+	}
+	return q
+}
+
+// EndQueues are the queues a flat actor's sidecar ends routes in, the
+// namespace's sink and sump: they must exist before any message reaches
+// them, whether or not their actors run yet. A nested actor has none of
+// its own to ensure.
+func EndQueues(actor *v1alpha1.AsyncActor, sink, sump string) []Queue {
+	if actor.Spec.Generation != v1alpha1.Flat {
+		return nil
+	}
+	var out []Queue
+	for _, name := range []string{sink, sump} {
+		if name != actor.Spec.Actor {
+			out = append(out, Queue{Actor: name, Namespace: actor.Namespace, ProcessingTimeout: actor.Spec.Timeout.Processing, Scoped: true})
+		}
+	}
+	return out
 }
 
 // Counts are message counts of a queue; nil means unknown.

@@ -51,8 +51,10 @@ func decodeSpec(raw json.RawMessage, spec *v1alpha1.AsyncActorSpec) error {
 	if len(raw) == 0 || string(raw) == "null" {
 		return errors.New("spec: required")
 	}
+	gen, shapeErr := v1alpha1.ShapeOf(raw)
 	if err := json.Unmarshal(raw, spec); err != nil {
 		return fmt.Errorf("spec: %w", err)
 	}
-	return nil
+	spec.Generation = gen
+	return shapeErr
 }

@@ -23,6 +23,9 @@ const (
 // WithDefaults returns a copy of spec with every unset field defaulted. The
 // sidecar image is left alone: its default comes from the service config.
 func (spec AsyncActorSpec) WithDefaults() AsyncActorSpec {
+	if spec.Generation == Flat {
+		spec = spec.flatModel()
+	}
 	if spec.Sidecar.ImagePullPolicy == "" {
 		spec.Sidecar.ImagePullPolicy = corev1.PullIfNotPresent
 	}
@@ -49,7 +52,10 @@ func (spec AsyncActorSpec) WithDefaults() AsyncActorSpec {
 	return spec
 }
 
-func orDefault[T int32 | int64](v *T, def T) *T {
+// On reports whether KEDA autoscaling is enabled.
+func (s ScalingSpec) On() bool { return s.Enabled != nil && *s.Enabled }
+
+func orDefault[T int32 | int64 | bool](v *T, def T) *T {
 	if v != nil {
 		return v
 	}
@@ -59,6 +65,10 @@ func orDefault[T int32 | int64](v *T, def T) *T {
 // QueueName is the actor's queue on its transport: the sidecar's
 // convention, so actor names are global per transport.
 func QueueName(actor string) string { return "asya-" + actor }
+
+// FlatQueueName is a flat actor's queue: the current sidecar names queues
+// by namespace and actor.
+func FlatQueueName(namespace, actor string) string { return "asya-" + namespace + "-" + actor }
 
 // HPAName is the HorizontalPodAutoscaler KEDA creates for the actor's
 // ScaledObject: KEDA's convention.

@@ -27,6 +27,8 @@ import (
 // +kubebuilder:printcolumn:name="Queued",type=integer,JSONPath=`.status.queuedMessages`,priority=1
 // +kubebuilder:printcolumn:name="Processing",type=integer,JSONPath=`.status.processingMessages`,priority=1
 // +kubebuilder:printcolumn:name="Direction",type=string,JSONPath=`.status.lastScaleDirection`,priority=1
+// +kubebuilder:printcolumn:name="Actor",type=string,JSONPath=`.spec.actor`,priority=1
+// +kubebuilder:printcolumn:name="Queue",type=string,JSONPath=`.status.queueIdentifier`,priority=1
 
 // AsyncActor is a queue-fed worker: a user container running Python handler
 // code next to an injected sidecar, scaled by KEDA on queue depth.
@@ -46,47 +48,68 @@ type AsyncActor struct {
 	Status AsyncActorStatus `json:"status,omitempty"`
 }
 
-// AsyncActorSpec is the desired state of an actor.
+// AsyncActorSpec is the desired state of an actor, in one of two shapes
+// (Shape): the nested 0.3 shape (transport, workload, timeout, sidecar,
+// scaling) or the flat shape of upstream Asya 0.5+ and 1.x (actor, image,
+// handler, ...). An object that mixes them is refused.
+// +kubebuilder:validation:XValidation:rule="!(has(self.workload) || has(self.timeout)) || !(has(self.actor) || has(self.image) || has(self.handler) || has(self.imagePullPolicy) || has(self.pythonExecutable) || has(self.replicas) || has(self.env) || has(self.resources) || has(self.nodeSelector) || has(self.tolerations) || has(self.volumes) || has(self.volumeMounts) || has(self.initContainers) || has(self.sidecars) || has(self.resiliency) || has(self.tracing) || has(self.secretRefs) || has(self.stateProxy) || has(self.flavors))",message="mixes two shapes: workload and timeout belong to the nested 0.3 shape, actor, image, handler, env, resources, replicas, pythonExecutable, imagePullPolicy, nodeSelector, tolerations, volumes, volumeMounts, initContainers, sidecars, resiliency, tracing, secretRefs, stateProxy and flavors to the flat shape; use one"
+// +kubebuilder:validation:XValidation:rule="has(self.actor) || has(self.image) || has(self.handler) || (has(self.transport) && has(self.workload))",message="the nested 0.3 shape needs transport and workload"
+// +kubebuilder:validation:XValidation:rule="!(has(self.actor) || has(self.image) || has(self.handler)) || (has(self.actor) && has(self.image) && has(self.handler))",message="the flat shape needs actor, image and handler"
+// +kubebuilder:validation:XValidation:rule="!has(self.scaling) || !(has(self.workload) || has(self.timeout)) || !(has(self.scaling.minReplicaCount) || has(self.scaling.maxReplicaCount) || has(self.scaling.additionalTriggers))",message="scaling.minReplicaCount, maxReplicaCount and additionalTriggers belong to the flat shape; the 0.3 shape has minReplicas, maxReplicas and advanced.triggers"
+// +kubebuilder:validation:XValidation:rule="!has(self.scaling) || !has(self.actor) || !(has(self.scaling.minReplicas) || has(self.scaling.maxReplicas) || (has(self.scaling.advanced) && has(self.scaling.advanced.triggers)))",message="scaling.minReplicas, maxReplicas and advanced.triggers belong to the 0.3 shape; the flat shape has minReplicaCount, maxReplicaCount and additionalTriggers"
 type AsyncActorSpec struct {
 	// Transport names a transport in asya-sync's service configuration
-	// (for example rabbitmq or sqs); the actor's queue asya-<name> is created
-	// there. Required. A name that is unknown or disabled sets status
-	// TransportError and creates nothing. Changing it moves the actor to a new
-	// queue on the other transport: the old queue and its messages stay where
-	// they are, and the pods roll with the new connection settings.
+	// (for example rabbitmq or sqs). In the 0.3 shape it is required and
+	// the actor's queue asya-<name> is created there; in the flat shape it
+	// is optional (upstream 0.5's field) and defaults to the service's
+	// transport for flat actors. A name that is unknown or disabled sets
+	// status TransportError and creates nothing. Changing it moves the actor
+	// to a new queue on the other transport: the old queue and its messages
+	// stay where they are, and the pods roll with the new connection
+	// settings.
 	// +kubebuilder:validation:MinLength=1
-	Transport string `json:"transport"`
+	// +optional
+	Transport string `json:"transport,omitempty"`
 
 	// Sidecar configures the asya-sidecar container injected into every pod.
-	// +kubebuilder:default={}
 	// +optional
 	Sidecar SidecarSpec `json:"sidecar,omitempty"`
-	// Timeout holds the per-message and shutdown timeouts.
-	// +kubebuilder:default={}
+	// Timeout holds the per-message and shutdown timeouts (0.3 shape).
 	// +optional
 	Timeout TimeoutSpec `json:"timeout,omitempty"`
-	// Scaling configures KEDA autoscaling on the queue's depth.
-	// +kubebuilder:default={}
+	// Scaling configures KEDA autoscaling on the queue's depth. In the 0.3
+	// shape it is off unless enabled; in the flat shape it is on unless
+	// enabled is false.
 	// +optional
 	Scaling ScalingSpec `json:"scaling,omitempty"`
 
 	// Workload describes the pods: kind, replicas and the pod template.
-	Workload WorkloadSpec `json:"workload"`
+	// Required in the 0.3 shape.
+	// +optional
+	Workload WorkloadSpec `json:"workload,omitempty"`
+
+	CurrentSpec `json:",inline"`
+
+	// Generation is what the spec's shape says (ShapeOf), set when the
+	// spec is decoded; never serialized.
+	Generation Generation `json:"-"`
 }
 
 // SidecarSpec configures the injected asya-sidecar container, which pulls
 // messages from the actor's queue, hands them to the runtime and routes the
 // results.
 type SidecarSpec struct {
-	// Image of the sidecar. Empty means the service configuration's
-	// sidecarImage (a pinned ghcr.io/deliveryhero/asya-sidecar release).
+	// Image of the sidecar: a reference (0.3 and 0.5), or in the flat
+	// shape also {repository, tag, pullPolicy} (1.x). Empty means the
+	// service configuration's sidecar image for the actor's shape.
 	// Changing it rolls the pods.
+	// +kubebuilder:validation:Schemaless
+	// +kubebuilder:pruning:PreserveUnknownFields
 	// +optional
-	Image string `json:"image,omitempty"`
+	Image SidecarImage `json:"image,omitempty"`
 	// ImagePullPolicy of the sidecar: Always, IfNotPresent or Never.
 	// Default IfNotPresent. Changing it rolls the pods.
 	// +kubebuilder:validation:Enum=Always;IfNotPresent;Never
-	// +kubebuilder:default=IfNotPresent
 	// +optional
 	ImagePullPolicy corev1.PullPolicy `json:"imagePullPolicy,omitempty"`
 	// Resources of the sidecar container (requests and limits). Default
@@ -130,37 +153,34 @@ type TimeoutSpec struct {
 // +kubebuilder:validation:XValidation:rule="!has(self.minReplicas) || !has(self.maxReplicas) || self.minReplicas <= self.maxReplicas",message="minReplicas must not exceed maxReplicas"
 type ScalingSpec struct {
 	// Enabled turns KEDA autoscaling on: asya-sync creates a ScaledObject
-	// and leaves the workload's replicas to KEDA's HPA. Default false: the
-	// workload runs spec.workload.replicas. Turning it off deletes the
+	// and leaves the workload's replicas to KEDA's HPA. Default false in
+	// the 0.3 shape (the workload runs spec.workload.replicas), true in the
+	// flat shape. Turning it off deletes the
 	// ScaledObject and sets replicas back to spec.workload.replicas; on a
 	// cluster without KEDA it sets status ScalingError.
-	// +kubebuilder:default=false
 	// +optional
-	Enabled bool `json:"enabled,omitempty"`
+	Enabled *bool `json:"enabled,omitempty"`
 	// MinReplicas is the fewest replicas KEDA keeps; 0 lets an idle actor
 	// scale to zero (status Napping). Default 0, at least 0, at most
 	// maxReplicas. Takes effect at KEDA's next poll, without a restart.
 	// +kubebuilder:validation:Minimum=0
-	// +kubebuilder:default=0
 	// +optional
 	MinReplicas *int32 `json:"minReplicas,omitempty"`
-	// MaxReplicas is the most replicas KEDA scales to. Default 50, at least
+	// MaxReplicas is the most replicas KEDA scales to. Default 50 (flat
+	// shape: maxReplicaCount, default 10), at least
 	// 1 and at least minReplicas. Takes effect at KEDA's next poll.
 	// +kubebuilder:validation:Minimum=1
-	// +kubebuilder:default=50
 	// +optional
 	MaxReplicas *int32 `json:"maxReplicas,omitempty"`
 	// PollingInterval is how many seconds KEDA waits between two looks at
-	// the queue. Default 10, at least 1.
+	// the queue. Default 10 (flat shape 30), at least 1.
 	// +kubebuilder:validation:Minimum=1
-	// +kubebuilder:default=10
 	// +optional
 	PollingInterval int32 `json:"pollingInterval,omitempty"`
 	// CooldownPeriod is how many seconds after the queue was last seen
 	// non-empty KEDA waits before scaling to zero; it only matters with
-	// minReplicas 0. Default 60, at least 0.
+	// minReplicas 0. Default 60 (flat shape 300), at least 0.
 	// +kubebuilder:validation:Minimum=0
-	// +kubebuilder:default=60
 	// +optional
 	CooldownPeriod *int32 `json:"cooldownPeriod,omitempty"`
 	// QueueLength is the target number of waiting messages per replica:
@@ -168,13 +188,25 @@ type ScalingSpec struct {
 	// least 1. Lower values scale out sooner. Takes effect at KEDA's next
 	// poll, without a restart.
 	// +kubebuilder:validation:Minimum=1
-	// +kubebuilder:default=5
 	// +optional
 	QueueLength int32 `json:"queueLength,omitempty"`
 	// Advanced passes KEDA scaling modifiers through unchanged. Default
 	// none.
 	// +optional
 	Advanced *AdvancedScaling `json:"advanced,omitempty"`
+
+	// MinReplicaCount is minReplicas of the flat shape. Default 0.
+	// +kubebuilder:validation:Minimum=0
+	// +optional
+	MinReplicaCount *int32 `json:"minReplicaCount,omitempty"`
+	// MaxReplicaCount is maxReplicas of the flat shape. Default 10.
+	// +kubebuilder:validation:Minimum=1
+	// +optional
+	MaxReplicaCount *int32 `json:"maxReplicaCount,omitempty"`
+	// AdditionalTriggers are more KEDA triggers after the queue's, in the
+	// flat shape (advanced.triggers of the 0.3 shape).
+	// +optional
+	AdditionalTriggers []Trigger `json:"additionalTriggers,omitempty"`
 }
 
 // AdvancedScaling maps onto KEDA's scalingModifiers and
@@ -421,6 +453,53 @@ type AsyncActorStatus struct {
 	// acknowledged, when the broker reported it.
 	// +optional
 	ProcessingMessages *int64 `json:"processingMessages,omitempty"`
+
+	// The fields upstream's flat AsyncActor reports, set for flat actors
+	// only, for the tools that read them.
+	FlatStatus `json:",inline"`
+}
+
+// FlatStatus is the status upstream Asya's Crossplane compositions write.
+type FlatStatus struct {
+	// Phase is Creating, Ready or Napping (scaled to zero).
+	// +kubebuilder:validation:Enum=Creating;Ready;Napping
+	// +optional
+	Phase string `json:"phase,omitempty"`
+	// QueueIdentifier is the queue's name, asya-<namespace>-<actor>.
+	// +optional
+	QueueIdentifier string `json:"queueIdentifier,omitempty"`
+	// QueueURL is the queue's URL, where the transport has one (SQS).
+	// +optional
+	QueueURL string `json:"queueUrl,omitempty"`
+	// Infrastructure says what is ready: the queue, KEDA, the workload.
+	// +optional
+	Infrastructure *Infrastructure `json:"infrastructure,omitempty"`
+}
+
+// Infrastructure is the readiness of what a flat actor is made of.
+type Infrastructure struct {
+	// +optional
+	Queue *Readiness `json:"queue,omitempty"`
+	// +optional
+	KEDA *Readiness `json:"keda,omitempty"`
+	// +optional
+	Workload *WorkloadReadiness `json:"workload,omitempty"`
+}
+
+// Readiness is one part's readiness and why.
+type Readiness struct {
+	Ready bool `json:"ready"`
+	// +optional
+	Message string `json:"message,omitempty"`
+}
+
+// WorkloadReadiness is the workload's readiness and replica counts.
+type WorkloadReadiness struct {
+	Ready bool `json:"ready"`
+	// +optional
+	Replicas *int32 `json:"replicas,omitempty"`
+	// +optional
+	ReadyReplicas *int32 `json:"readyReplicas,omitempty"`
 }
 
 // WorkloadReference points at the actor's Deployment or StatefulSet.

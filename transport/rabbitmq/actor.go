@@ -23,7 +23,7 @@ const (
 )
 
 // SidecarEnv implements transport.Kind.
-func (s *Settings) SidecarEnv(transport.Queue) []corev1.EnvVar {
+func (s *Settings) SidecarEnv(q transport.Queue) []corev1.EnvVar {
 	env := []corev1.EnvVar{
 		{Name: "ASYA_RABBITMQ_HOST", Value: s.Host},
 		{Name: "ASYA_RABBITMQ_PORT", Value: strconv.Itoa(s.Port)},
@@ -32,7 +32,7 @@ func (s *Settings) SidecarEnv(transport.Queue) []corev1.EnvVar {
 	if s.PasswordSecretRef != nil {
 		env = append(env, s.PasswordSecretRef.Env(PasswordEnv))
 	}
-	env = append(env, corev1.EnvVar{Name: "ASYA_RABBITMQ_EXCHANGE", Value: s.Exchange})
+	env = append(env, corev1.EnvVar{Name: "ASYA_RABBITMQ_EXCHANGE", Value: s.exchange(q)})
 	if s.VHost != DefaultVHost {
 		env = append(env, corev1.EnvVar{Name: "ASYA_RABBITMQ_URL", Value: s.sidecarURL()})
 	}

@@ -12,7 +12,6 @@ import (
 
 	amqp "github.com/rabbitmq/amqp091-go"
 
-	"github.com/asya-sh/asya-sync/api/v1alpha1"
 	"github.com/asya-sh/asya-sync/transport"
 )
 
@@ -52,8 +51,6 @@ func New(name string, cfg Settings, httpClient *http.Client) *Broker {
 // ConnectionName is how the broker lists this transport's connection.
 func (r *Broker) ConnectionName() string { return "asya-sync/" + r.name }
 
-func dlqName(actor string) string { return transport.Queue{Actor: actor}.DLQName() }
-
 // Ensure declares the exchange, the dead-letter queue, the queue and its
 // binding; with autoCreate or manage off it only checks that the queue
 // exists.
@@ -63,25 +60,25 @@ func (r *Broker) Ensure(ctx context.Context, q transport.Queue) error {
 		var te *transport.Error
 		if errors.As(err, &te) && te.Reason == transport.ReasonQueueNotFound {
 			te.Message = fmt.Sprintf("queue %s does not exist on %s and %s: create it (durable%s)",
-				q.Name(), r.address(), r.cfg.Queues.NotCreatedBecause(), describeArgs(r.queueArgs(q.Actor)))
+				q.Name(), r.address(), r.cfg.Queues.NotCreatedBecause(), describeArgs(r.queueArgs(q)))
 		}
 		return err
 	}
-	err := r.withChannel(ctx, func(ch *amqp.Channel) error { return r.declare(ch, q.Actor) })
+	err := r.withChannel(ctx, func(ch *amqp.Channel) error { return r.declare(ch, q) })
 	return r.explain(ctx, err)
 }
 
-func (r *Broker) declare(ch *amqp.Channel, actor string) error {
-	queue, exchange := v1alpha1.QueueName(actor), r.cfg.Exchange
+func (r *Broker) declare(ch *amqp.Channel, q transport.Queue) error {
+	actor, queue, exchange := q.Actor, q.Name(), r.cfg.exchange(q)
 	if err := ch.ExchangeDeclare(exchange, amqp.ExchangeTopic, true, false, false, false, nil); err != nil {
 		return &amqpStepError{kind: "exchange", name: exchange, err: err}
 	}
 	if r.cfg.Queues.DLQ.Enabled {
-		if _, err := ch.QueueDeclare(dlqName(actor), true, false, false, false, nil); err != nil {
-			return &amqpStepError{kind: "queue", name: dlqName(actor), err: err}
+		if _, err := ch.QueueDeclare(q.DLQName(), true, false, false, false, nil); err != nil {
+			return &amqpStepError{kind: "queue", name: q.DLQName(), err: err}
 		}
 	}
-	args := r.queueArgs(actor)
+	args := r.queueArgs(q)
 	if _, err := ch.QueueDeclare(queue, true, false, false, false, args); err != nil {
 		return &amqpStepError{kind: "queue", name: queue, args: args, err: err}
 	}
@@ -94,11 +91,11 @@ func (r *Broker) declare(ch *amqp.Channel, actor string) error {
 
 // queueArgs are the arguments the actor's queue is declared with: a
 // rejected message goes through the default exchange to the DLQ.
-func (r *Broker) queueArgs(actor string) amqp.Table {
+func (r *Broker) queueArgs(q transport.Queue) amqp.Table {
 	if !r.cfg.Queues.DLQ.Enabled {
 		return nil
 	}
-	return amqp.Table{"x-dead-letter-exchange": "", "x-dead-letter-routing-key": dlqName(actor)}
+	return amqp.Table{"x-dead-letter-exchange": "", "x-dead-letter-routing-key": q.DLQName()}
 }
 
 // Delete deletes the queue and its DLQ, messages and all, on one channel:
@@ -106,7 +103,7 @@ func (r *Broker) queueArgs(actor string) amqp.Table {
 // that answers not-found instead closes the channel, so the rest go on a
 // new one.
 func (r *Broker) Delete(ctx context.Context, q transport.Queue) error {
-	return r.deleteQueues(ctx, []string{q.Name(), dlqName(q.Actor)})
+	return r.deleteQueues(ctx, []string{q.Name(), q.DLQName()})
 }
 
 func (r *Broker) deleteQueues(ctx context.Context, names []string) error {

@@ -42,8 +42,8 @@ func TestRabbitMQEnsureDeclaresDurableQueueBoundToActorName(t *testing.T) {
 		t.Errorf("queue durable=%v auto_delete=%v arguments=%v, want durable, not auto-delete, no arguments",
 			info.Durable, info.AutoDelete, info.Arguments)
 	}
-	if _, dlq := queueExists(t, dlqName(actor)); dlq {
-		t.Errorf("%s exists with the DLQ off", dlqName(actor))
+	if _, dlq := queueExists(t, transport.Queue{Actor: actor}.DLQName()); dlq {
+		t.Errorf("%s exists with the DLQ off", transport.Queue{Actor: actor}.DLQName())
 	}
 
 	// The sidecar publishes to the exchange with the bare actor name.
@@ -89,8 +89,8 @@ func TestRabbitMQDeadLettersRejectedMessages(t *testing.T) {
 	if err := msg.Reject(false); err != nil {
 		t.Fatal(err)
 	}
-	testenv.Eventually(t, 5*time.Second, "message dead-lettered to "+dlqName(actor), func() bool {
-		dead, ok, err := ch.Get(dlqName(actor), true)
+	testenv.Eventually(t, 5*time.Second, "message dead-lettered to "+transport.Queue{Actor: actor}.DLQName(), func() bool {
+		dead, ok, err := ch.Get(transport.Queue{Actor: actor}.DLQName(), true)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -270,7 +270,7 @@ func TestRabbitMQDeleteIsIdempotent(t *testing.T) {
 			t.Fatalf("Delete #%d: %v", i+1, err)
 		}
 	}
-	for _, queue := range []string{v1alpha1.QueueName(actor), dlqName(actor)} {
+	for _, queue := range []string{v1alpha1.QueueName(actor), transport.Queue{Actor: actor}.DLQName()} {
 		if _, exists := queueExists(t, queue); exists {
 			t.Errorf("%s still exists", queue)
 		}

@@ -106,7 +106,7 @@ func cleanupRabbitQueues(t *testing.T, actors ...string) {
 		}
 		for _, actor := range actors {
 			ch.QueueDelete(v1alpha1.QueueName(actor), false, false, false)
-			ch.QueueDelete(dlqName(actor), false, false, false)
+			ch.QueueDelete(transport.Queue{Actor: actor}.DLQName(), false, false, false)
 		}
 	})
 }

@@ -92,6 +92,17 @@ func (s *Settings) SecretRefs() []transport.SecretKeyRef {
 // PodRole implements transport.Kind: RabbitMQ needs no cloud identity.
 func (*Settings) PodRole() string { return "" }
 
+// exchange is where the sidecar of q's actor publishes: the configured
+// exchange, or for a flat actor's queue the exchange of its namespace, so
+// that no message crosses namespaces (the current sidecar's routing key
+// is the bare actor name).
+func (s *Settings) exchange(q transport.Queue) string {
+	if q.Scoped {
+		return s.Exchange + "-" + q.Namespace
+	}
+	return s.Exchange
+}
+
 // Open implements transport.Kind.
 func (s *Settings) Open(name string, opts transport.Options) (transport.Broker, error) {
 	return New(name, *s, opts.HTTPClient), nil

@@ -1,0 +1,281 @@
+package v1alpha1
+
+import (
+	"encoding/json"
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+)
+
+// CurrentSpec holds the fields of the flat shape of upstream Asya 0.5+ and
+// 1.x, whose AsyncActor is the same kind with the same fields as
+// upstream's Crossplane claim, so that its manifests apply unchanged.
+// Shape tells the two shapes apart; normalize turns a flat spec into the
+// model every builder reads.
+type CurrentSpec struct {
+	// Actor is the actor's name on the queues: its queue is
+	// asya-<namespace>-<actor>, and messages route to it by this name.
+	// Required in the flat shape; a DNS label. It may differ from
+	// metadata.name.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=63
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([a-z0-9-]*[a-z0-9])?$`
+	// +optional
+	Actor string `json:"actor,omitempty"`
+	// Flavors name Crossplane EnvironmentConfigs that upstream merges into
+	// the spec. asya-sync runs without Crossplane and cannot honour them:
+	// an actor that names any is refused in its status.
+	// +kubebuilder:validation:MaxItems=8
+	// +optional
+	Flavors []string `json:"flavors,omitempty"`
+	// Image is the runtime container's image: Python with the handler's
+	// module importable. Required in the flat shape.
+	// +kubebuilder:validation:MinLength=1
+	// +optional
+	Image string `json:"image,omitempty"`
+	// ImagePullPolicy of the runtime container. Default IfNotPresent.
+	// +kubebuilder:validation:Enum=Always;IfNotPresent;Never
+	// +optional
+	ImagePullPolicy corev1.PullPolicy `json:"imagePullPolicy,omitempty"`
+	// Handler is module.function or module.Class.method (the runtime's
+	// ASYA_HANDLER). Required in the flat shape.
+	// +kubebuilder:validation:MinLength=1
+	// +optional
+	Handler string `json:"handler,omitempty"`
+	// PythonExecutable runs the runtime script. Default python3.
+	// +kubebuilder:validation:MinLength=1
+	// +optional
+	PythonExecutable string `json:"pythonExecutable,omitempty"`
+	// Replicas is the number of pods while scaling is disabled. Default 1.
+	// +kubebuilder:validation:Minimum=0
+	// +optional
+	Replicas *int32 `json:"replicas,omitempty"`
+	// Env is added to the runtime container's environment.
+	// +optional
+	Env []corev1.EnvVar `json:"env,omitempty"`
+	// Resources of the runtime container (core/v1 ResourceRequirements).
+	// +kubebuilder:pruning:PreserveUnknownFields
+	// +kubebuilder:validation:Schemaless
+	// +kubebuilder:validation:Type=object
+	// +optional
+	Resources *corev1.ResourceRequirements `json:"resources,omitempty"`
+	// NodeSelector of the pods.
+	// +optional
+	NodeSelector map[string]string `json:"nodeSelector,omitempty"`
+	// Tolerations of the pods (core/v1 Tolerations).
+	// +kubebuilder:pruning:PreserveUnknownFields
+	// +kubebuilder:validation:Schemaless
+	// +kubebuilder:validation:Type=array
+	// +optional
+	Tolerations []corev1.Toleration `json:"tolerations,omitempty"`
+	// Volumes of the pods (core/v1 Volumes).
+	// +kubebuilder:pruning:PreserveUnknownFields
+	// +kubebuilder:validation:Schemaless
+	// +kubebuilder:validation:Type=array
+	// +optional
+	Volumes []corev1.Volume `json:"volumes,omitempty"`
+	// VolumeMounts of the runtime container (core/v1 VolumeMounts).
+	// +kubebuilder:pruning:PreserveUnknownFields
+	// +kubebuilder:validation:Schemaless
+	// +kubebuilder:validation:Type=array
+	// +optional
+	VolumeMounts []corev1.VolumeMount `json:"volumeMounts,omitempty"`
+	// InitContainers of the pods (core/v1 Containers); names must not start
+	// with asya-.
+	// +kubebuilder:pruning:PreserveUnknownFields
+	// +kubebuilder:validation:Schemaless
+	// +kubebuilder:validation:Type=array
+	// +optional
+	InitContainers []corev1.Container `json:"initContainers,omitempty"`
+	// Sidecars are more containers of the pods (core/v1 Containers), after
+	// asya-sidecar; names must not start with asya-.
+	// +kubebuilder:pruning:PreserveUnknownFields
+	// +kubebuilder:validation:Schemaless
+	// +kubebuilder:validation:Type=array
+	// +optional
+	Sidecars []corev1.Container `json:"sidecars,omitempty"`
+	// Resiliency is the sidecar's retry and timeout policy, in upstream
+	// 0.5's form (retry, nonRetryableErrors) or 1.x's (policies, rules).
+	// +optional
+	Resiliency *Resiliency `json:"resiliency,omitempty"`
+	// Tracing sends the sidecar's OpenTelemetry traces (1.x).
+	// +optional
+	Tracing *Tracing `json:"tracing,omitempty"`
+	// SecretRefs put Secret keys into the runtime's environment.
+	// +optional
+	SecretRefs []SecretRef `json:"secretRefs,omitempty"`
+	// StateProxy adds a state proxy container per entry, mounted into the
+	// runtime at mount.path.
+	// +optional
+	StateProxy []StateProxy `json:"stateProxy,omitempty"`
+}
+
+// Resiliency is the sidecar's retry policy (ASYA_RESILIENCY_*).
+type Resiliency struct {
+	// ActorTimeout bounds one call of the handler (a Go duration, default
+	// 5m): the sidecar's ASYA_RESILIENCY_ACTOR_TIMEOUT.
+	// +optional
+	ActorTimeout string `json:"actorTimeout,omitempty"`
+	// Retry is upstream 0.5's retry policy.
+	// +optional
+	Retry *Retry `json:"retry,omitempty"`
+	// NonRetryableErrors are error types never retried (0.5).
+	// +optional
+	NonRetryableErrors []string `json:"nonRetryableErrors,omitempty"`
+	// Policies are named retry policies (1.x); "default" is the fallback.
+	// +kubebuilder:pruning:PreserveUnknownFields
+	// +kubebuilder:validation:Schemaless
+	// +kubebuilder:validation:Type=object
+	// +optional
+	Policies map[string]json.RawMessage `json:"policies,omitempty"`
+	// Rules map error types to policies (1.x).
+	// +optional
+	Rules []ResiliencyRule `json:"rules,omitempty"`
+}
+
+// Retry is upstream 0.5's retry policy.
+type Retry struct {
+	// +kubebuilder:validation:Enum=constant;exponential
+	// +optional
+	Policy string `json:"policy,omitempty"`
+	// +kubebuilder:validation:Minimum=0
+	// +optional
+	MaxAttempts *int32 `json:"maxAttempts,omitempty"`
+	// +optional
+	InitialInterval string `json:"initialInterval,omitempty"`
+	// +optional
+	MaxInterval string `json:"maxInterval,omitempty"`
+	// +kubebuilder:validation:Schemaless
+	// +kubebuilder:validation:Type=number
+	// +optional
+	BackoffCoefficient json.Number `json:"backoffCoefficient,omitempty"`
+	// +optional
+	Jitter *bool `json:"jitter,omitempty"`
+}
+
+// ResiliencyRule sends errors of the listed types to a named policy.
+type ResiliencyRule struct {
+	// +kubebuilder:validation:MinItems=1
+	Errors []string `json:"errors"`
+	// +kubebuilder:validation:MinLength=1
+	Policy string `json:"policy"`
+}
+
+// Tracing configures the sidecar's OpenTelemetry exporter.
+type Tracing struct {
+	// Endpoint is OTEL_EXPORTER_OTLP_ENDPOINT.
+	// +optional
+	Endpoint string `json:"endpoint,omitempty"`
+	// Protocol is OTEL_EXPORTER_OTLP_PROTOCOL (grpc or http/protobuf).
+	// +optional
+	Protocol string `json:"protocol,omitempty"`
+}
+
+// SecretRef puts keys of one Secret into the runtime's environment.
+type SecretRef struct {
+	// +kubebuilder:validation:MinLength=1
+	SecretName string `json:"secretName"`
+	// +kubebuilder:validation:MinItems=1
+	Keys []SecretRefKey `json:"keys"`
+}
+
+// SecretRefKey is one key and the variable it becomes.
+type SecretRefKey struct {
+	// +kubebuilder:validation:MinLength=1
+	Key string `json:"key"`
+	// +kubebuilder:validation:MinLength=1
+	EnvVar string `json:"envVar"`
+}
+
+// StateProxy is one state proxy container and its mount in the runtime.
+type StateProxy struct {
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=63
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([a-z0-9-]*[a-z0-9])?$`
+	Name  string         `json:"name"`
+	Mount StateProxyPath `json:"mount"`
+	// +kubebuilder:validation:Enum=buffered;passthrough
+	// +optional
+	WriteMode string              `json:"writeMode,omitempty"`
+	Connector StateProxyConnector `json:"connector"`
+}
+
+// StateProxyPath is where the runtime sees the state.
+type StateProxyPath struct {
+	// +kubebuilder:validation:Pattern=`^/`
+	Path string `json:"path"`
+}
+
+// StateProxyConnector is the state proxy's container.
+type StateProxyConnector struct {
+	// +kubebuilder:validation:MinLength=1
+	Image string `json:"image"`
+	// +kubebuilder:validation:Enum=Always;IfNotPresent;Never
+	// +optional
+	ImagePullPolicy corev1.PullPolicy `json:"imagePullPolicy,omitempty"`
+	// +optional
+	Env []corev1.EnvVar `json:"env,omitempty"`
+	// +kubebuilder:pruning:PreserveUnknownFields
+	// +kubebuilder:validation:Schemaless
+	// +kubebuilder:validation:Type=object
+	// +optional
+	Resources *corev1.ResourceRequirements `json:"resources,omitempty"`
+}
+
+// SidecarImage is the sidecar's image: a reference, as the 0.3 and 0.5
+// shapes write it, or {repository, tag, pullPolicy}, as 1.x does.
+type SidecarImage struct {
+	// Ref is the image reference; Repository and Tag make it when it is
+	// written as an object.
+	Ref        string
+	Repository string            `json:"repository,omitempty"`
+	Tag        string            `json:"tag,omitempty"`
+	PullPolicy corev1.PullPolicy `json:"pullPolicy,omitempty"`
+}
+
+// UnmarshalJSON accepts both forms.
+func (i *SidecarImage) UnmarshalJSON(b []byte) error {
+	*i = SidecarImage{}
+	if len(b) > 0 && b[0] == '"' {
+		return json.Unmarshal(b, &i.Ref)
+	}
+	var obj struct {
+		Repository string            `json:"repository"`
+		Tag        string            `json:"tag"`
+		PullPolicy corev1.PullPolicy `json:"pullPolicy"`
+	}
+	if err := json.Unmarshal(b, &obj); err != nil {
+		return fmt.Errorf("sidecar.image: a reference or {repository, tag, pullPolicy}: %w", err)
+	}
+	i.Repository, i.Tag, i.PullPolicy = obj.Repository, obj.Tag, obj.PullPolicy
+	return nil
+}
+
+// MarshalJSON writes the form it was read in.
+func (i SidecarImage) MarshalJSON() ([]byte, error) {
+	if i.Repository == "" && i.Tag == "" && i.PullPolicy == "" {
+		return json.Marshal(i.Ref)
+	}
+	return json.Marshal(struct {
+		Repository string            `json:"repository,omitempty"`
+		Tag        string            `json:"tag,omitempty"`
+		PullPolicy corev1.PullPolicy `json:"pullPolicy,omitempty"`
+	}{i.Repository, i.Tag, i.PullPolicy})
+}
+
+// Reference is the image to run: Ref, else repository:tag, else "" (the
+// service's default for the actor's shape). A repository without a tag
+// takes defaultTag.
+func (i SidecarImage) Reference(defaultTag string) string {
+	switch {
+	case i.Ref != "":
+		return i.Ref
+	case i.Repository == "":
+		return ""
+	case i.Tag != "":
+		return i.Repository + ":" + i.Tag
+	case defaultTag != "":
+		return i.Repository + ":" + defaultTag
+	}
+	return i.Repository
+}

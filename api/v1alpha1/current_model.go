@@ -1,0 +1,150 @@
+package v1alpha1
+
+import (
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+)
+
+// Upstream's defaults for flat actors (its XRD and compositions), where
+// they differ from the nested shape's.
+const (
+	FlatDefaultMaxReplicas     = 10
+	FlatDefaultPollingInterval = 30
+	FlatDefaultCooldownPeriod  = 300
+	// FlatDefaultActorTimeout is the sidecar's own default for
+	// ASYA_RESILIENCY_ACTOR_TIMEOUT.
+	FlatDefaultActorTimeout = 5 * time.Minute
+	// StateSocketsDir is where state proxies put their sockets.
+	StateSocketsDir = "/var/run/asya/state"
+)
+
+// LabelFlatActor carries a flat actor's spec.actor on its pods, as
+// upstream's compositions label them.
+const LabelFlatActor = "asya.sh/actor"
+
+// FlatEndActors are the system actors of the flat generation: the sink and
+// sump, which end a route, and 0.3's names, which upstream's compositions
+// still treat as system actors.
+var FlatEndActors = []string{"x-sink", "x-sump", "happy-end", "error-end"}
+
+// flatModel writes a flat spec into the model every builder reads: the pod
+// template from image, handler, env and the rest, scaling with upstream's
+// flat defaults, and the per-message timeout from resiliency.actorTimeout.
+// The flat fields stay as they are, for what only the flat generation
+// renders (the sidecar's environment).
+func (spec AsyncActorSpec) flatModel() AsyncActorSpec {
+	c := spec.CurrentSpec
+	runtime := corev1.Container{
+		Name: RuntimeContainer, Image: c.Image, ImagePullPolicy: c.ImagePullPolicy,
+		Env: c.runtimeEnv(), VolumeMounts: c.VolumeMounts,
+	}
+	if c.Resources != nil {
+		runtime.Resources = *c.Resources
+	}
+	pod := corev1.PodSpec{
+		InitContainers: c.InitContainers,
+		Containers:     append(append([]corev1.Container{runtime}, c.stateProxyContainers()...), c.Sidecars...),
+		Volumes:        c.Volumes,
+		NodeSelector:   c.NodeSelector,
+		Tolerations:    c.Tolerations,
+	}
+	if len(c.StateProxy) > 0 {
+		pod.Containers[0].VolumeMounts = append(pod.Containers[0].VolumeMounts, corev1.VolumeMount{Name: "state-sockets", MountPath: StateSocketsDir})
+		pod.Volumes = append(pod.Volumes, corev1.Volume{Name: "state-sockets", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}})
+	}
+	spec.Workload = WorkloadSpec{Kind: KindDeployment, Replicas: c.Replicas, PythonExecutable: c.PythonExecutable,
+		Template: PodTemplate{Spec: pod, Metadata: PodTemplateMetadata{Labels: map[string]string{LabelFlatActor: c.Actor}}}}
+	spec.Timeout = TimeoutSpec{Processing: int32(c.ActorTimeout() / time.Second)}
+	s := &spec.Scaling
+	s.Enabled = orDefault(s.Enabled, true)
+	s.MinReplicas, s.MaxReplicas = orDefault(s.MinReplicaCount, DefaultMinReplicas), orDefault(s.MaxReplicaCount, FlatDefaultMaxReplicas)
+	s.CooldownPeriod = orDefault(s.CooldownPeriod, FlatDefaultCooldownPeriod)
+	if s.PollingInterval == 0 {
+		s.PollingInterval = FlatDefaultPollingInterval
+	}
+	if len(s.AdditionalTriggers) > 0 {
+		if s.Advanced == nil {
+			s.Advanced = &AdvancedScaling{}
+		}
+		s.Advanced.Triggers = s.AdditionalTriggers
+	}
+	if spec.Sidecar.ImagePullPolicy == "" {
+		spec.Sidecar.ImagePullPolicy = spec.Sidecar.Image.PullPolicy
+	}
+	return spec
+}
+
+// IsEndActor reports whether the flat actor is a system actor.
+func (c CurrentSpec) IsEndActor() bool {
+	for _, a := range FlatEndActors {
+		if c.Actor == a {
+			return true
+		}
+	}
+	return false
+}
+
+// ActorTimeout is resiliency.actorTimeout, or the sidecar's default when
+// it is unset or not a positive duration (validation reports the latter).
+func (c CurrentSpec) ActorTimeout() time.Duration {
+	if c.Resiliency != nil && c.Resiliency.ActorTimeout != "" {
+		if d, err := time.ParseDuration(c.Resiliency.ActorTimeout); err == nil && d >= time.Second {
+			return d
+		}
+	}
+	return FlatDefaultActorTimeout
+}
+
+// runtimeEnv is the runtime container's environment, in upstream's order:
+// the handler, validation off for system actors, the user's variables,
+// the Secret keys, the state proxy mounts.
+func (c CurrentSpec) runtimeEnv() []corev1.EnvVar {
+	env := []corev1.EnvVar{{Name: "ASYA_HANDLER", Value: c.Handler}}
+	if c.IsEndActor() {
+		env = append(env, corev1.EnvVar{Name: "ASYA_ENABLE_VALIDATION", Value: "false"})
+	}
+	env = append(env, c.Env...)
+	for _, ref := range c.SecretRefs {
+		for _, k := range ref.Keys {
+			env = append(env, corev1.EnvVar{Name: k.EnvVar, ValueFrom: &corev1.EnvVarSource{SecretKeyRef: &corev1.SecretKeySelector{
+				LocalObjectReference: corev1.LocalObjectReference{Name: ref.SecretName}, Key: k.Key}}})
+		}
+	}
+	if mounts := c.stateProxyMounts(); mounts != "" {
+		env = append(env, corev1.EnvVar{Name: "ASYA_STATE_PROXY_MOUNTS", Value: mounts})
+	}
+	return env
+}
+
+// stateProxyMounts is ASYA_STATE_PROXY_MOUNTS: name:path:write=mode;...
+func (c CurrentSpec) stateProxyMounts() string {
+	parts := make([]string, len(c.StateProxy))
+	for i, sp := range c.StateProxy {
+		mode := sp.WriteMode
+		if mode == "" {
+			mode = "buffered"
+		}
+		parts[i] = sp.Name + ":" + sp.Mount.Path + ":write=" + mode
+	}
+	return strings.Join(parts, ";")
+}
+
+// stateProxyContainers are asya-state-proxy-<name>, each serving its
+// socket in the shared state directory.
+func (c CurrentSpec) stateProxyContainers() []corev1.Container {
+	var out []corev1.Container
+	for _, sp := range c.StateProxy {
+		ct := corev1.Container{
+			Name: "asya-state-proxy-" + sp.Name, Image: sp.Connector.Image, ImagePullPolicy: sp.Connector.ImagePullPolicy,
+			Env:          append([]corev1.EnvVar{{Name: "CONNECTOR_SOCKET", Value: StateSocketsDir + "/" + sp.Name + ".sock"}}, sp.Connector.Env...),
+			VolumeMounts: []corev1.VolumeMount{{Name: "state-sockets", MountPath: StateSocketsDir}},
+		}
+		if sp.Connector.Resources != nil {
+			ct.Resources = *sp.Connector.Resources
+		}
+		out = append(out, ct)
+	}
+	return out
+}

@@ -1,0 +1,23 @@
+package children
+
+import (
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/asya-sh/asya-sync/api/v1alpha1"
+)
+
+// generation is what the children of one Asya generation have of their
+// own: the sidecar's environment and which actors end routes. Everything
+// else (the workload, its hardening, the runtime's wiring, KEDA) is built
+// alike for both, from the model a flat spec is written into.
+type generation interface {
+	sidecarEnv(in Input) []corev1.EnvVar
+	isEndActor(in Input) bool
+}
+
+var generations = map[v1alpha1.Generation]generation{
+	v1alpha1.Nested: nested{},
+	v1alpha1.Flat:   flat{},
+}
+
+func (in Input) generation() generation { return generations[in.Actor.Spec.Generation] }

@@ -1,0 +1,45 @@
+package children
+
+import (
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+)
+
+// nested renders what is particular to Asya 0.3 actors.
+type nested struct{}
+
+// End actors' names.
+const (
+	HappyEnd = "happy-end"
+	ErrorEnd = "error-end"
+)
+
+// isEndActor reports whether the actor ends a route.
+func (nested) isEndActor(in Input) bool {
+	return in.Actor.Name == HappyEnd || in.Actor.Name == ErrorEnd
+}
+
+// sidecarEnv is the environment the Asya sidecar 0.3 reads, before the
+// user's.
+func (nested) sidecarEnv(in Input) []corev1.EnvVar {
+	env := []corev1.EnvVar{
+		value("ASYA_LOG_LEVEL", "info"),
+		value("ASYA_ACTOR_NAME", in.Actor.Name),
+	}
+	if gw, ok := in.gatewayEnv(); ok {
+		env = append(env, gw)
+	}
+	env = append(env,
+		value("ASYA_ACTOR_HAPPY_END", HappyEnd),
+		value("ASYA_ACTOR_ERROR_END", ErrorEnd),
+		value("ASYA_RUNTIME_TIMEOUT", fmt.Sprintf("%ds", in.Actor.Spec.Timeout.Processing)),
+		value("ASYA_SOCKET_DIR", SocketDir),
+		value("ASYA_TRANSPORT", in.Transport.Type()),
+	)
+	env = append(env, in.Transport.SidecarEnv(in.queue())...)
+	if in.generation().isEndActor(in) {
+		env = append(env, value("ASYA_IS_END_ACTOR", "true"))
+	}
+	return env
+}

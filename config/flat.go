@@ -1,0 +1,68 @@
+package config
+
+import (
+	"fmt"
+	"sort"
+)
+
+// FlatActors configures the actors written in the flat shape of upstream
+// Asya 0.5+ and 1.x (docs/design.md#two-generations).
+type FlatActors struct {
+	// Transport serves the flat actors that name none: upstream 1.x picks
+	// the transport per installation, not per actor. Empty: the one
+	// enabled transport, if there is exactly one.
+	Transport string `json:"transport"`
+	// SidecarImage is their sidecar: a release that talks HTTP to the
+	// runtime (upstream 0.5.1 and later).
+	SidecarImage string `json:"sidecarImage"`
+	// Sink and Sump are the actors that end every route of a namespace
+	// (the sidecar's ASYA_ACTOR_SINK and ASYA_ACTOR_SUMP); their queues
+	// exist as soon as any flat actor of the namespace does.
+	Sink string `json:"sink"`
+	Sump string `json:"sump"`
+}
+
+// Upstream's defaults for flat actors.
+const (
+	// DefaultFlatSidecarImage is the latest upstream sidecar release.
+	DefaultFlatSidecarImage = "ghcr.io/deliveryhero/asya-sidecar:1.1.2"
+	DefaultSink             = "x-sink"
+	DefaultSump             = "x-sump"
+)
+
+// check defaults the settings and checks them against the transports.
+func (f *FlatActors) check(transports map[string]Transport) error {
+	if f.SidecarImage == "" {
+		f.SidecarImage = DefaultFlatSidecarImage
+	}
+	if f.Sink == "" {
+		f.Sink = DefaultSink
+	}
+	if f.Sump == "" {
+		f.Sump = DefaultSump
+	}
+	if f.Sink == f.Sump {
+		return fmt.Errorf("flatActors.sump: %q is the sink's name too", f.Sump)
+	}
+	if f.Transport == "" {
+		var enabled []string
+		for name, t := range transports {
+			if t.Enabled {
+				enabled = append(enabled, name)
+			}
+		}
+		if len(enabled) == 1 {
+			f.Transport = enabled[0]
+		}
+		return nil
+	}
+	if _, ok := transports[f.Transport]; !ok {
+		names := make([]string, 0, len(transports))
+		for n := range transports {
+			names = append(names, n)
+		}
+		sort.Strings(names)
+		return fmt.Errorf("flatActors.transport: %q is not configured (configured: %v)", f.Transport, names)
+	}
+	return nil
+}

@@ -1,0 +1,43 @@
+package status
+
+import (
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/asya-sh/asya-sync/api/v1alpha1"
+)
+
+// Phases of the flat status, as upstream's compositions write them.
+const (
+	PhaseCreating = "Creating"
+	PhaseReady    = "Ready"
+	PhaseNapping  = "Napping"
+)
+
+// flatStatus is what upstream's tools read of a flat actor, derived from
+// the status already computed, so both always agree.
+func flatStatus(st *v1alpha1.AsyncActorStatus, queueName, queueURL string) v1alpha1.FlatStatus {
+	phase := PhaseCreating
+	switch {
+	case st.Status == Napping:
+		phase = PhaseNapping
+	case meta.IsStatusConditionTrue(st.Conditions, ConditionReady):
+		phase = PhaseReady
+	}
+	infra := &v1alpha1.Infrastructure{
+		Queue:    readiness(st, ConditionTransportReady),
+		Workload: &v1alpha1.WorkloadReadiness{Ready: meta.IsStatusConditionTrue(st.Conditions, ConditionWorkloadReady), Replicas: st.TotalReplicas, ReadyReplicas: st.ReadyReplicas},
+	}
+	if meta.FindStatusCondition(st.Conditions, ConditionScalingReady) != nil {
+		infra.KEDA = readiness(st, ConditionScalingReady)
+	}
+	return v1alpha1.FlatStatus{Phase: phase, QueueIdentifier: queueName, QueueURL: queueURL, Infrastructure: infra}
+}
+
+func readiness(st *v1alpha1.AsyncActorStatus, typ string) *v1alpha1.Readiness {
+	c := meta.FindStatusCondition(st.Conditions, typ)
+	if c == nil {
+		return &v1alpha1.Readiness{}
+	}
+	return &v1alpha1.Readiness{Ready: c.Status == metav1.ConditionTrue, Message: c.Message}
+}
