@@ -357,7 +357,20 @@ func TestAdmissionRejects(t *testing.T) {
 		{"zero-queue-length", func(a obj) { mapAt(a, "spec")["scaling"] = obj{"queueLength": 0} }, "spec.scaling.queueLength"},
 		{"no-transport", func(a obj) { delete(mapAt(a, "spec"), "transport") }, "spec.transport"},
 		{"no-template", func(a obj) { delete(mapAt(a, "spec", "workload"), "template") }, "spec.workload.template"},
-		{"unknown-field", func(a obj) { mapAt(a, "spec")["replicas"] = 3 }, "replicas"},
+		{"unknown-field", func(a obj) { mapAt(a, "spec")["workers"] = 3 }, "workers"},
+		{"mixed-shapes", func(a obj) { mapAt(a, "spec")["replicas"] = 3 }, "mixes two shapes"},
+		{"mixed-scaling", func(a obj) {
+			mapAt(a, "spec")["scaling"] = obj{"enabled": true, "minReplicaCount": 1}
+		}, "scaling.minReplicaCount"},
+		{"flat-without-handler", func(a obj) {
+			mapAt(a)["spec"] = obj{"actor": "flat", "image": "python:3.12-slim"}
+		}, "spec.handler"},
+		{"flat-actor-not-a-label", func(a obj) {
+			mapAt(a)["spec"] = obj{"actor": "Not_A_Label", "image": "python:3.12-slim", "handler": "m.f"}
+		}, "spec.actor"},
+		{"flat-unknown-field", func(a obj) {
+			mapAt(a)["spec"] = obj{"actor": "flat", "image": "python:3.12-slim", "handler": "m.f", "composition": "x"}
+		}, "composition"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

@@ -398,6 +398,7 @@ func (e *testEnv) testConfig() string {
 	return fmt.Sprintf(`sidecarImage: asya-sidecar:e2e
 gatewayURL: http://asya-gateway.asya-system:8080
 queueCacheTTL: 5m
+flatActors: {transport: rabbitmq}
 transports:
   rabbitmq:
     type: rabbitmq
