@@ -43,13 +43,15 @@ func TestNodeRabbitMQVHost(t *testing.T) {
 	runActor(t, ctx, d, waiting)
 	runReadyActor(t, ctx, d, nodeActor(ns, first, "rabbitmq-vh", "handlers.process"))
 
-	var q struct {
-		Consumers int `json:"consumers"`
-	}
-	testenv.Management(t, "GET", "/api/queues/"+nodeVHost+"/asya-"+first, &q)
-	if q.Consumers != 1 {
-		t.Errorf("asya-%s in vhost %s has %d consumers, want the pod's sidecar", first, nodeVHost, q.Consumers)
-	}
+	// The sidecar consumes once the runtime it waits for is ready, a
+	// moment after the pod is.
+	testenv.Eventually(t, 30*time.Second, "the pod's sidecar consuming asya-"+first+" in vhost "+nodeVHost, func() bool {
+		var q struct {
+			Consumers int `json:"consumers"`
+		}
+		testenv.Management(t, "GET", "/api/queues/"+nodeVHost+"/asya-"+first, &q)
+		return q.Consumers == 1
+	})
 	m := envelope{ID: testenv.UniqueName(first), Route: route{Actors: []string{first, next}}, Payload: obj{"n": 7}}
 	publishVia(t, ctx, vhURL, "asya-node", first, m)
 	got := awaitWaiting(t, ctx, vhURL, next, 30*time.Second)
@@ -81,7 +83,7 @@ func TestNodeRabbitMQDefaultExchange(t *testing.T) {
 
 // publishVia publishes m as a sidecar routes it: to the exchange, keyed by
 // the actor's name, on the broker at amqpURL.
-func publishVia(t *testing.T, ctx context.Context, amqpURL, exchange, actor string, m envelope) {
+func publishVia(t *testing.T, ctx context.Context, amqpURL, exchange, actor string, m any) {
 	t.Helper()
 	body, _ := json.Marshal(m)
 	withAMQP(t, amqpURL, func(ch *amqp.Channel) error {
