@@ -1,5 +1,10 @@
 // Package runtime holds the Python runtime script that every actor's
 // asya-runtime container runs, and its hash.
+//
+// There is one script per Asya generation: Embedded speaks the 0.3
+// sidecar's framed protocol, EmbeddedHTTP the HTTP protocol of the sidecar
+// 0.5 and later. Each actor's ConfigMap carries one whole script, so each
+// stays small, and a 0.3 actor's pods do not change when the other does.
 package runtime
 
 import (
@@ -13,6 +18,9 @@ import (
 //go:embed asya_runtime.py
 var embedded string
 
+//go:embed asya_runtime_http.py
+var embeddedHTTP string
+
 // Script is the runtime script shipped to every actor.
 type Script struct {
 	Source string // the script text
@@ -22,6 +30,12 @@ type Script struct {
 // Embedded returns the runtime script built into the binary.
 func Embedded() Script {
 	return newScript(embedded)
+}
+
+// EmbeddedHTTP returns the runtime script of the current Asya generation
+// (sidecar 0.5 and later: HTTP on the Unix socket) built into the binary.
+func EmbeddedHTTP() Script {
+	return newScript(embeddedHTTP)
 }
 
 // Load reads the runtime script from path. An empty path means the embedded
