@@ -319,7 +319,7 @@ run_e2e() {
 # The tests that run under both of Metacontroller's apply strategies: every
 # shape of actor created, updated, scaled, made invalid and finalized.
 CORE_TESTS='TestActorsChildrenAccepted|TestInvalidSpecInStatus|TestScalingToggle|TestFinalizeRemovesQueue'
-CORE_TESTS+='|TestOneQueueOneOwner|TestHealthyActorWritesStatusThreeTimes|TestMigrateFromOperator'
+CORE_TESTS+='|TestOneQueueOneOwner|TestHealthyActorWritesStatusThreeTimes|TestMigrateFromOperator|TestMigrateFromCrossplane'
 CORE_TESTS+='|TestKEDAScalesFromZero|TestScalingStatusFollowsKEDA|TestKEDAWebhooksAdmitChildren|TestKubectlWaitForReady'
 
 

@@ -6,6 +6,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/utils/ptr"
+
+	"github.com/asya-sh/asya-sync/api/v1alpha1"
 )
 
 // Paths shared by the runtime and the sidecar.
@@ -40,7 +42,7 @@ func (in Input) runtimeWriter() corev1.Container {
 		Name:            RuntimeWriterContainer,
 		Image:           in.RuntimeImage,
 		ImagePullPolicy: corev1.PullIfNotPresent,
-		Command:         []string{runtimeWriterBinary, "write-runtime", RuntimeScriptPath},
+		Command:         in.runtimeWriterCommand(),
 		VolumeMounts:    []corev1.VolumeMount{{Name: volumeRuntime, MountPath: path.Dir(RuntimeScriptPath)}},
 		Resources:       resources,
 		SecurityContext: &corev1.SecurityContext{
@@ -52,6 +54,16 @@ func (in Input) runtimeWriter() corev1.Container {
 			SeccompProfile:           &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
 		},
 	}
+}
+
+// HTTPRuntimeFlag makes write-runtime write the flat actors' script.
+const HTTPRuntimeFlag = "--http"
+
+func (in Input) runtimeWriterCommand() []string {
+	if in.Actor.Spec.Generation == v1alpha1.Flat {
+		return []string{runtimeWriterBinary, "write-runtime", HTTPRuntimeFlag, RuntimeScriptPath}
+	}
+	return []string{runtimeWriterBinary, "write-runtime", RuntimeScriptPath}
 }
 
 // wireRuntime turns the user's asya-runtime container into one that runs

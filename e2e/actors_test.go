@@ -209,6 +209,32 @@ func TestActorsChildrenAccepted(t *testing.T) {
 					t.Errorf("the sidecar does not read AWS_ACCESS_KEY_ID from aws-creds: %s", sidecar)
 				}
 			}},
+		{file: "flat-1x.yaml", children: func(n string) []string {
+			return []string{"ConfigMap/" + n + "-asya-runtime", "Deployment/" + n, "ScaledObject/" + n, "TriggerAuthentication/" + n + "-trigger-auth"}
+		},
+			check: func(t *testing.T, n string, kids map[string]obj) {
+				pod := mustJSON(field(kids["Deployment/"+n], "spec", "template", "spec"))
+				for _, want := range []string{`"name":"ASYA_NAMESPACE","value":"` + actorNS + `"`, `"name":"ASYA_ACTOR_NAME","value":"text-analyzer"`,
+					`"name":"fetch-model"`, `"name":"exporter"`, `"name":"asya-state-proxy-cache"`, `"ASYA_RESILIENCY_POLICIES"`} {
+					if !strings.Contains(pod, want) {
+						t.Errorf("pod template lacks %s", want)
+					}
+				}
+				if q := mustJSON(field(kids["ScaledObject/"+n], "spec", "triggers")); !strings.Contains(q, `"queueName":"asya-`+actorNS+`-text-analyzer"`) {
+					t.Errorf("triggers %s, want the queue asya-%s-text-analyzer", q, actorNS)
+				}
+			}},
+		{file: "flat-0.5-sqs.yaml", sqs: true, children: func(n string) []string {
+			return []string{"ConfigMap/" + n + "-asya-runtime", "Deployment/" + n}
+		},
+			check: func(t *testing.T, n string, kids map[string]obj) {
+				if r := field(kids["Deployment/"+n], "spec", "replicas"); fmt.Sprint(r) != "2" {
+					t.Errorf("replicas = %v, want 2 (scaling off)", r)
+				}
+				if pod := mustJSON(kids["Deployment/"+n]); !strings.Contains(pod, `"name":"ASYA_RESILIENCY_RETRY_MAX_ATTEMPTS","value":"4"`) {
+					t.Errorf("sidecar lacks the 0.5 retry settings: %s", pod)
+				}
+			}},
 	}
 	for _, c := range cases {
 		t.Run(strings.TrimSuffix(c.file, ".yaml"), func(t *testing.T) {

@@ -24,10 +24,14 @@ func validateFlat(spec v1alpha1.AsyncActorSpec) []string {
 	if !isDNSLabel(c.Actor) {
 		add("spec.actor: %q must be a DNS label (lower-case letters, digits and '-', at most 63)", c.Actor)
 	}
-	problems = append(problems, reservedNames("spec.initContainers", c.InitContainers)...)
-	problems = append(problems, reservedNames("spec.sidecars", c.Sidecars)...)
+	lists, err := c.Decoded()
+	if err != nil {
+		add("%v", err)
+	}
+	problems = append(problems, reservedNames("spec.initContainers", lists.InitContainers)...)
+	problems = append(problems, reservedNames("spec.sidecars", lists.Sidecars)...)
 	reserved := append(append([]string{}, children.ReservedVolumes...), "state-sockets")
-	for i, v := range c.Volumes {
+	for i, v := range lists.Volumes {
 		for _, r := range reserved {
 			if v.Name == r {
 				add("spec.volumes[%d]: the volume name %s is reserved for asya-sync", i, r)

@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 )
 
 // CurrentSpec holds the fields of the flat shape of upstream Asya 0.5+ and
@@ -63,37 +64,22 @@ type CurrentSpec struct {
 	// +optional
 	NodeSelector map[string]string `json:"nodeSelector,omitempty"`
 	// Tolerations of the pods (core/v1 Tolerations).
-	// +kubebuilder:pruning:PreserveUnknownFields
-	// +kubebuilder:validation:Schemaless
-	// +kubebuilder:validation:Type=array
 	// +optional
-	Tolerations []corev1.Toleration `json:"tolerations,omitempty"`
+	Tolerations []runtime.RawExtension `json:"tolerations,omitempty"`
 	// Volumes of the pods (core/v1 Volumes).
-	// +kubebuilder:pruning:PreserveUnknownFields
-	// +kubebuilder:validation:Schemaless
-	// +kubebuilder:validation:Type=array
 	// +optional
-	Volumes []corev1.Volume `json:"volumes,omitempty"`
+	Volumes []runtime.RawExtension `json:"volumes,omitempty"`
 	// VolumeMounts of the runtime container (core/v1 VolumeMounts).
-	// +kubebuilder:pruning:PreserveUnknownFields
-	// +kubebuilder:validation:Schemaless
-	// +kubebuilder:validation:Type=array
 	// +optional
-	VolumeMounts []corev1.VolumeMount `json:"volumeMounts,omitempty"`
+	VolumeMounts []runtime.RawExtension `json:"volumeMounts,omitempty"`
 	// InitContainers of the pods (core/v1 Containers); names must not start
 	// with asya-.
-	// +kubebuilder:pruning:PreserveUnknownFields
-	// +kubebuilder:validation:Schemaless
-	// +kubebuilder:validation:Type=array
 	// +optional
-	InitContainers []corev1.Container `json:"initContainers,omitempty"`
+	InitContainers []runtime.RawExtension `json:"initContainers,omitempty"`
 	// Sidecars are more containers of the pods (core/v1 Containers), after
 	// asya-sidecar; names must not start with asya-.
-	// +kubebuilder:pruning:PreserveUnknownFields
-	// +kubebuilder:validation:Schemaless
-	// +kubebuilder:validation:Type=array
 	// +optional
-	Sidecars []corev1.Container `json:"sidecars,omitempty"`
+	Sidecars []runtime.RawExtension `json:"sidecars,omitempty"`
 	// Resiliency is the sidecar's retry and timeout policy, in upstream
 	// 0.5's form (retry, nonRetryableErrors) or 1.x's (policies, rules).
 	// +optional
@@ -278,4 +264,51 @@ func (i SidecarImage) Reference(defaultTag string) string {
 		return i.Repository + ":" + defaultTag
 	}
 	return i.Repository
+}
+
+// The pod's lists a flat spec passes through, each a core/v1 type whose
+// schema the CRD leaves open as the pod template's is: the API server
+// validates them in the workload. A list that does not decode is a spec
+// problem (Decoded).
+
+// Decoded decodes the flat spec's open lists, naming the first that does
+// not decode.
+func (c CurrentSpec) Decoded() (DecodedLists, error) {
+	var d DecodedLists
+	for _, l := range []struct {
+		path string
+		raw  []runtime.RawExtension
+		into any
+	}{
+		{"spec.tolerations", c.Tolerations, &d.Tolerations},
+		{"spec.volumes", c.Volumes, &d.Volumes},
+		{"spec.volumeMounts", c.VolumeMounts, &d.VolumeMounts},
+		{"spec.initContainers", c.InitContainers, &d.InitContainers},
+		{"spec.sidecars", c.Sidecars, &d.Sidecars},
+	} {
+		if err := decodeList(l.raw, l.into); err != nil {
+			return d, fmt.Errorf("%s: %w", l.path, err)
+		}
+	}
+	return d, nil
+}
+
+// DecodedLists are a flat spec's open lists, decoded.
+type DecodedLists struct {
+	Tolerations    []corev1.Toleration
+	Volumes        []corev1.Volume
+	VolumeMounts   []corev1.VolumeMount
+	InitContainers []corev1.Container
+	Sidecars       []corev1.Container
+}
+
+func decodeList(raw []runtime.RawExtension, into any) error {
+	if len(raw) == 0 {
+		return nil
+	}
+	b, err := json.Marshal(raw)
+	if err != nil {
+		return err
+	}
+	return json.Unmarshal(b, into)
 }

@@ -36,19 +36,20 @@ var FlatEndActors = []string{"x-sink", "x-sump", "happy-end", "error-end"}
 // renders (the sidecar's environment).
 func (spec AsyncActorSpec) flatModel() AsyncActorSpec {
 	c := spec.CurrentSpec
+	lists, _ := c.Decoded() // a list that does not decode is a problem validation reports
 	runtime := corev1.Container{
 		Name: RuntimeContainer, Image: c.Image, ImagePullPolicy: c.ImagePullPolicy,
-		Env: c.runtimeEnv(), VolumeMounts: c.VolumeMounts,
+		Env: c.runtimeEnv(), VolumeMounts: lists.VolumeMounts,
 	}
 	if c.Resources != nil {
 		runtime.Resources = *c.Resources
 	}
 	pod := corev1.PodSpec{
-		InitContainers: c.InitContainers,
-		Containers:     append(append([]corev1.Container{runtime}, c.stateProxyContainers()...), c.Sidecars...),
-		Volumes:        c.Volumes,
+		InitContainers: lists.InitContainers,
+		Containers:     append(append([]corev1.Container{runtime}, c.stateProxyContainers()...), lists.Sidecars...),
+		Volumes:        lists.Volumes,
 		NodeSelector:   c.NodeSelector,
-		Tolerations:    c.Tolerations,
+		Tolerations:    lists.Tolerations,
 	}
 	if len(c.StateProxy) > 0 {
 		pod.Containers[0].VolumeMounts = append(pod.Containers[0].VolumeMounts, corev1.VolumeMount{Name: "state-sockets", MountPath: StateSocketsDir})
