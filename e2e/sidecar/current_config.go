@@ -3,6 +3,8 @@ package main
 import (
 	"errors"
 	"fmt"
+	"math"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -61,10 +63,55 @@ type currentConfig struct {
 	// the first message, ASYA_RUNTIME_READY_TIMEOUT (5m); the real
 	// sidecar exits 1 when it passes, and so does this one.
 	ReadyTimeout time.Duration
+	// Retry is the 0.5 sidecar's retry policy, nil (no retries) unless
+	// one of its variables is set, as in loadResiliencyConfig.
+	Retry *retryPolicy
+}
+
+// retryPolicy is ASYA_RESILIENCY_RETRY_* and
+// ASYA_RESILIENCY_NON_RETRYABLE_ERRORS, with the real sidecar's defaults.
+// The 1.x JSON policies (ASYA_RESILIENCY_POLICIES, _RULES) are not read,
+// as the sidecar at a7cec2a does not read them.
+type retryPolicy struct {
+	Policy                       string // constant or exponential
+	MaxAttempts                  int
+	InitialInterval, MaxInterval time.Duration
+	Coefficient                  float64
+	Jitter                       bool
+	NonRetryable                 []string // error types, matched against the type and its mro
+}
+
+// delay is how long the message waits before its next attempt after
+// the failed one (computeRetryDelay): the initial interval, times the
+// coefficient to the failed attempt's number less one when exponential,
+// at most the maximum, then times a factor from 0.5 to 1.5 with jitter
+// (random gives a number from 0 to 1).
+func (p retryPolicy) delay(failed int, random func() float64) time.Duration {
+	d := p.InitialInterval
+	if p.Policy == "exponential" {
+		d = time.Duration(float64(p.InitialInterval) * math.Pow(p.Coefficient, float64(failed-1)))
+	}
+	d = min(d, p.MaxInterval)
+	if p.Jitter {
+		d = time.Duration(float64(d) * (0.5 + random()))
+	}
+	return d
+}
+
+// nonRetryable says whether the error's type or one of its ancestors is
+// listed as not to be retried.
+func (p retryPolicy) nonRetryable(typ string, mro []string) bool {
+	for _, n := range p.NonRetryable {
+		if n == typ || slices.Contains(mro, n) {
+			return true
+		}
+	}
+	return false
 }
 
 // retryVars are the 0.5 sidecar's retry settings; any of them set turns
-// its retries on (loadResiliencyConfig at a7cec2a).
+// its retries on (loadResiliencyConfig at a7cec2a). ASYA_RESILIENCY_ACTOR_TIMEOUT
+// is not one of them.
 var retryVars = []string{
 	"ASYA_RESILIENCY_RETRY_POLICY", "ASYA_RESILIENCY_RETRY_MAX_ATTEMPTS", "ASYA_RESILIENCY_RETRY_INITIAL_INTERVAL",
 	"ASYA_RESILIENCY_RETRY_MAX_INTERVAL", "ASYA_RESILIENCY_RETRY_BACKOFF_COEFFICIENT", "ASYA_RESILIENCY_RETRY_JITTER",
@@ -73,16 +120,14 @@ var retryVars = []string{
 
 // loadCurrentConfig reads the current sidecar's variables with its
 // defaults. The end actors are the sink and the sump (ASYA_ACTOR_SINK,
-// ASYA_ACTOR_SUMP), the per-call timeout is ASYA_RESILIENCY_ACTOR_TIMEOUT.
+// ASYA_ACTOR_SUMP), the per-call timeout is ASYA_RESILIENCY_ACTOR_TIMEOUT,
+// the retries ASYA_RESILIENCY_RETRY_*.
 //
 // Departures, each refused at start rather than ignored, so that a test
-// relying on one fails loudly: the retry variables (the real sidecar
-// retries a failed message on its own queue when one is set; asya-sync
-// sets none, so every handler error goes to the sump at once, as the real
-// one does without them), a prefetch other than 1 (asya-sync never sets
-// ASYA_RABBITMQ_PREFETCH), and the pubsub and socket transports, which
-// asya-sync does not serve. As for the 0.3 sidecar, a value the real one
-// would silently replace with its default is refused too. Variables read
+// relying on one fails loudly: a prefetch other than 1 (asya-sync never
+// sets ASYA_RABBITMQ_PREFETCH), and the pubsub and socket transports,
+// which asya-sync does not serve. As for the 0.3 sidecar, a value the
+// real one would silently replace with its default is refused too. Variables read
 // by the real sidecar and ignored here: the metrics ones (no /metrics is
 // served), ASYA_QUEUE_RETRY_* (this one waits for a missing queue for
 // ever instead of giving up after ten tries and starting over) and
@@ -98,7 +143,7 @@ func loadCurrentConfig(getenv func(string) string) (config, error) {
 		RuntimeTimeout: r.duration("ASYA_RESILIENCY_ACTOR_TIMEOUT", 5*time.Minute),
 		SocketDir:      r.str("ASYA_SOCKET_DIR", "/var/run/asya"),
 		Transport:      r.str("ASYA_TRANSPORT", "rabbitmq"),
-		IsEndActor:     r.boolean("ASYA_IS_END_ACTOR"),
+		IsEndActor:     r.boolean("ASYA_IS_END_ACTOR", false),
 		Rabbit: rabbitConfig{
 			URL:      rabbitURL(r.str, r.num("ASYA_RABBITMQ_PORT", 5672, 1, 65535)),
 			Exchange: r.str("ASYA_RABBITMQ_EXCHANGE", "asya"),
@@ -111,6 +156,7 @@ func loadCurrentConfig(getenv func(string) string) (config, error) {
 		Current: &currentConfig{
 			Namespace:    getenv("ASYA_NAMESPACE"),
 			ReadyTimeout: r.duration("ASYA_RUNTIME_READY_TIMEOUT", 5*time.Minute),
+			Retry:        r.retry(),
 		},
 	}
 	// main.go at a7cec2a: no visibility timeout is twice the actor
@@ -136,12 +182,41 @@ func loadCurrentConfig(getenv func(string) string) (config, error) {
 	if v := getenv("ASYA_RABBITMQ_PREFETCH"); v != "" && v != "1" {
 		r.bad("ASYA_RABBITMQ_PREFETCH", v, "1 (the test sidecar takes one message at a time)")
 	}
-	for _, k := range retryVars {
-		if v := getenv(k); v != "" {
-			r.errs = append(r.errs, fmt.Errorf("%s=%q: the test sidecar does not retry; every handler error goes to the sump", k, v))
+	return cfg, errors.Join(r.errs...)
+}
+
+// retry reads the retry policy, or nil when none of its variables is
+// set. Like the real sidecar it refuses a policy other than constant or
+// exponential, a negative number of attempts, intervals that are not
+// positive and a coefficient under 1.
+func (r *envReader) retry() *retryPolicy {
+	if !slices.ContainsFunc(retryVars, func(k string) bool { return r.getenv(k) != "" }) {
+		return nil
+	}
+	p := &retryPolicy{
+		Policy:          r.str("ASYA_RESILIENCY_RETRY_POLICY", "exponential"),
+		MaxAttempts:     r.num("ASYA_RESILIENCY_RETRY_MAX_ATTEMPTS", 3, 0, math.MaxInt32),
+		InitialInterval: r.duration("ASYA_RESILIENCY_RETRY_INITIAL_INTERVAL", time.Second),
+		MaxInterval:     r.duration("ASYA_RESILIENCY_RETRY_MAX_INTERVAL", 300*time.Second),
+		Coefficient:     2.0,
+		Jitter:          r.boolean("ASYA_RESILIENCY_RETRY_JITTER", true),
+	}
+	if p.Policy != "constant" && p.Policy != "exponential" {
+		r.bad("ASYA_RESILIENCY_RETRY_POLICY", p.Policy, "constant or exponential")
+	}
+	if v := r.getenv("ASYA_RESILIENCY_RETRY_BACKOFF_COEFFICIENT"); v != "" {
+		if f, err := strconv.ParseFloat(v, 64); err == nil && f >= 1 {
+			p.Coefficient = f
+		} else {
+			r.bad("ASYA_RESILIENCY_RETRY_BACKOFF_COEFFICIENT", v, "a number of at least 1.0")
 		}
 	}
-	return cfg, errors.Join(r.errs...)
+	for _, e := range strings.Split(r.getenv("ASYA_RESILIENCY_NON_RETRYABLE_ERRORS"), ",") {
+		if e = strings.TrimSpace(e); e != "" {
+			p.NonRetryable = append(p.NonRetryable, e)
+		}
+	}
+	return p
 }
 
 // envReader reads variables, collecting what it cannot use.
@@ -188,14 +263,16 @@ func (r *envReader) duration(key string, fallback time.Duration) time.Duration {
 }
 
 // boolean reads a flag as the real sidecar's getEnvBool does.
-func (r *envReader) boolean(key string) bool {
+func (r *envReader) boolean(key string, fallback bool) bool {
 	switch v := strings.ToLower(r.getenv(key)); v {
+	case "":
+		return fallback
 	case "true", "1", "yes", "on":
 		return true
-	case "", "false", "0", "no", "off":
+	case "false", "0", "no", "off":
 		return false
 	default:
 		r.bad(key, v, "a boolean")
-		return false
+		return fallback
 	}
 }

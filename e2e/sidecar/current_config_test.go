@@ -94,7 +94,29 @@ func TestLoadCurrentConfig(t *testing.T) {
 			wantErr: "ASYA_NAMESPACE is required"},
 		{name: "no actor", env: map[string]string{"ASYA_ACTOR_NAME": ""}, wantErr: "ASYA_ACTOR_NAME is required"},
 		{name: "pubsub", env: map[string]string{"ASYA_TRANSPORT": "pubsub"}, wantErr: "ASYA_TRANSPORT"},
-		{name: "retries", env: map[string]string{"ASYA_RESILIENCY_RETRY_MAX_ATTEMPTS": "3"}, wantErr: "does not retry"},
+		{
+			name: "retries with the real defaults",
+			env:  map[string]string{"ASYA_RESILIENCY_NON_RETRYABLE_ERRORS": " KeyError, ,mod.Failure"},
+			change: func(c *config) {
+				c.Current.Retry = &retryPolicy{Policy: "exponential", MaxAttempts: 3, InitialInterval: time.Second,
+					MaxInterval: 300 * time.Second, Coefficient: 2, Jitter: true, NonRetryable: []string{"KeyError", "mod.Failure"}}
+			},
+		},
+		{
+			name: "retries as asya-sync renders them",
+			env: map[string]string{
+				"ASYA_RESILIENCY_RETRY_POLICY": "constant", "ASYA_RESILIENCY_RETRY_MAX_ATTEMPTS": "5",
+				"ASYA_RESILIENCY_RETRY_INITIAL_INTERVAL": "2s", "ASYA_RESILIENCY_RETRY_MAX_INTERVAL": "1m",
+				"ASYA_RESILIENCY_RETRY_BACKOFF_COEFFICIENT": "1.5", "ASYA_RESILIENCY_RETRY_JITTER": "false",
+			},
+			change: func(c *config) {
+				c.Current.Retry = &retryPolicy{Policy: "constant", MaxAttempts: 5, InitialInterval: 2 * time.Second,
+					MaxInterval: time.Minute, Coefficient: 1.5}
+			},
+		},
+		{name: "bad retry policy", env: map[string]string{"ASYA_RESILIENCY_RETRY_POLICY": "linear"}, wantErr: "constant or exponential"},
+		{name: "bad coefficient", env: map[string]string{"ASYA_RESILIENCY_RETRY_BACKOFF_COEFFICIENT": "0.5"}, wantErr: "at least 1.0"},
+		{name: "bad attempts", env: map[string]string{"ASYA_RESILIENCY_RETRY_MAX_ATTEMPTS": "-1"}, wantErr: "ASYA_RESILIENCY_RETRY_MAX_ATTEMPTS"},
 		{name: "prefetch", env: map[string]string{"ASYA_RABBITMQ_PREFETCH": "10"}, wantErr: "ASYA_RABBITMQ_PREFETCH"},
 		{name: "bad timeout", env: map[string]string{"ASYA_RESILIENCY_ACTOR_TIMEOUT": "300"}, wantErr: "ASYA_RESILIENCY_ACTOR_TIMEOUT"},
 		{name: "bad ready timeout", env: map[string]string{"ASYA_RUNTIME_READY_TIMEOUT": "soon"}, wantErr: "ASYA_RUNTIME_READY_TIMEOUT"},

@@ -2,11 +2,12 @@ package main
 
 import (
 	"context"
-	"crypto/rand"
+	crand "crypto/rand"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"time"
@@ -72,9 +73,8 @@ const (
 // events are read and dropped), status.deadline_at (the real router sends
 // an expired envelope to the sink as failed, and shortens the call to
 // the time left), the route override header x-asya-route-override, the
-// flow error handler header _on_error, the pause header x-asya-pause, and
-// retries (refused at start, see loadCurrentConfig). An envelope using
-// one of them is handled as if it did not.
+// flow error handler header _on_error and the pause header x-asya-pause.
+// An envelope using one of them is handled as if it did not.
 type currentRouter struct {
 	cfg config
 	rt  httpRuntime
@@ -142,7 +142,7 @@ func (c *currentRouter) handle(ctx context.Context, m *message) error {
 		c.log.Error("ack failed; the message will come again", "id", o.id, "error", err)
 	}
 	level := slog.LevelInfo
-	if o.what != "routed" && o.what != "consumed" && o.what != "empty" {
+	if o.what != "routed" && o.what != "consumed" && o.what != "empty" && o.what != "retried" {
 		level = slog.LevelWarn
 	}
 	c.log.Log(ctx, level, "message", "id", o.id, "outcome", o.what, "to", o.to, "note", o.note)
@@ -232,14 +232,23 @@ func plainCancel(ctx context.Context) (context.Context, context.CancelFunc) {
 func (c *currentRouter) markProcessing(env *currentEnvelope) {
 	now := c.stamp()
 	if env.Status == nil {
-		env.Status = &envStatus{Phase: phaseProcessing, Actor: c.cfg.Actor, Attempt: 1, MaxAttempts: 1, CreatedAt: now, UpdatedAt: now}
+		env.Status = &envStatus{Phase: phaseProcessing, Actor: c.cfg.Actor, Attempt: 1, MaxAttempts: c.maxAttempts(),
+			CreatedAt: now, UpdatedAt: now}
 		return
 	}
 	if env.Status.Actor != c.cfg.Actor {
 		env.Status.Attempt = 1
 	}
 	env.Status.Phase, env.Status.Reason, env.Status.Actor = phaseProcessing, "", c.cfg.Actor
-	env.Status.MaxAttempts, env.Status.UpdatedAt, env.Status.Error = 1, now, nil
+	env.Status.MaxAttempts, env.Status.UpdatedAt, env.Status.Error = c.maxAttempts(), now, nil
+}
+
+// maxAttempts is the retry policy's, or 1 without one.
+func (c *currentRouter) maxAttempts() int {
+	if p := c.cfg.Current.Retry; p != nil {
+		return p.MaxAttempts
+	}
+	return 1
 }
 
 func (c *currentRouter) stamp() string { return c.now().UTC().Format(time.RFC3339) }
@@ -299,12 +308,54 @@ func (c *currentRouter) toSink(ctx context.Context, o *outcome, env currentEnvel
 	return c.send(ctx, o, c.cfg.HappyEnd, env)
 }
 
-// handlerError sends a handler's error to the sump (sendRetryFailure, as
-// the real router does when no retry is configured): the envelope's id,
-// parent_id and route as it came, the payload {error, details,
-// original_payload}, the status failed with reason RuntimeError and the
-// error's message, type, mro and traceback. No headers.
+// handlerError is handleErrorResponse: without a retry policy (or with
+// at most one attempt) the error goes to the sump at once. With one, an
+// error whose type or mro is listed non-retryable, or one on the last
+// attempt, goes to the sump; any other sends the envelope back to this
+// actor's own queue, delayed, with the next attempt's number. RabbitMQ
+// cannot delay a message, so there (as in the real sidecar) the retry
+// fails and the error goes to the sump after all.
 func (c *currentRouter) handlerError(ctx context.Context, o *outcome, env *currentEnvelope, f frame) error {
+	p := c.cfg.Current.Retry
+	switch {
+	case p == nil || p.MaxAttempts <= 1:
+		return c.failed(ctx, o, env, f, "RuntimeError")
+	case p.nonRetryable(f.Details.Type, f.Details.MRO):
+		return c.failed(ctx, o, env, f, "NonRetryableFailure")
+	case env.Status.Attempt >= p.MaxAttempts:
+		return c.failed(ctx, o, env, f, "MaxRetriesExhausted")
+	}
+	delay := p.delay(env.Status.Attempt, rand.Float64)
+	err := c.retry(ctx, env, f, delay)
+	if err != nil {
+		c.log.Warn("retry not sent; to the sump", "id", env.ID, "error", err)
+		return c.failed(ctx, o, env, f, "RuntimeError")
+	}
+	o.what, o.note = "retried", fmt.Sprintf("%s: %s; attempt %d in %s", f.Error, f.Details.Message, env.Status.Attempt, delay)
+	o.to = append(o.to, c.cfg.queue(c.cfg.Actor))
+	return nil
+}
+
+// retry is retryMessage: the envelope, its status retrying with the
+// error and the next attempt's number, to this actor's queue after delay.
+// Like the real router it changes env's status first, so that when the
+// send fails the sump sees the attempt it would have been.
+func (c *currentRouter) retry(ctx context.Context, env *currentEnvelope, f frame, delay time.Duration) error {
+	env.Status.Phase, env.Status.UpdatedAt = "retrying", c.stamp()
+	env.Status.Error = &statusError{Message: f.Details.Message, Type: f.Details.Type, MRO: f.Details.MRO, Traceback: f.Details.Traceback}
+	env.Status.Attempt++
+	body, err := json.Marshal(env)
+	if err != nil {
+		return err
+	}
+	return c.q.sendDelayed(ctx, c.cfg.Actor, body, delay)
+}
+
+// failed sends a handler's error to the sump (sendRetryFailure): the
+// envelope's id, parent_id and route as it came, the payload {error,
+// details, original_payload}, the status failed with the reason and the
+// error's message, type, mro and traceback. No headers.
+func (c *currentRouter) failed(ctx context.Context, o *outcome, env *currentEnvelope, f frame, reason string) error {
 	o.what, o.note = "error", fmt.Sprintf("%s: %s", f.Error, f.Details.Message)
 	payload := map[string]any{"error": f.Error}
 	if f.Details.Message != "" || f.Details.Type != "" {
@@ -326,7 +377,7 @@ func (c *currentRouter) handlerError(ctx context.Context, o *outcome, env *curre
 		created, attempt = env.Status.CreatedAt, env.Status.Attempt
 	}
 	return c.send(ctx, o, c.cfg.ErrorEnd, currentEnvelope{ID: env.ID, ParentID: env.ParentID, Route: env.Route, Payload: p,
-		Status: &envStatus{Phase: phaseFailed, Reason: "RuntimeError", Actor: c.cfg.Actor, Attempt: attempt, MaxAttempts: 1,
+		Status: &envStatus{Phase: phaseFailed, Reason: reason, Actor: c.cfg.Actor, Attempt: attempt, MaxAttempts: c.maxAttempts(),
 			CreatedAt: created, UpdatedAt: now, Error: &statusError{Message: f.Details.Message, Type: f.Details.Type,
 				MRO: f.Details.MRO, Traceback: f.Details.Traceback}}})
 }
@@ -435,7 +486,7 @@ func (c *currentRouter) consume(ctx context.Context, body []byte, o *outcome) er
 // frame after the first.
 func newUUID() string {
 	var b [16]byte
-	_, _ = rand.Read(b[:])
+	_, _ = crand.Read(b[:])
 	b[6] = b[6]&0x0f | 0x40
 	b[8] = b[8]&0x3f | 0x80
 	return fmt.Sprintf("%x-%x-%x-%x-%x", b[0:4], b[4:6], b[6:8], b[8:10], b[10:16])

@@ -51,6 +51,11 @@ type fakeQueues struct {
 	sends          []sent
 	acks, requeues int
 	failSend       string
+	// delayed are the delayed sends, held back for delays; noDelay makes
+	// them fail as RabbitMQ's do.
+	delayed []sent
+	delays  []time.Duration
+	noDelay bool
 }
 
 func (f *fakeQueues) receive(ctx context.Context) (*message, error) {
@@ -72,6 +77,20 @@ func (f *fakeQueues) send(ctx context.Context, actor string, body []byte) error 
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.sends = append(f.sends, sent{actor, env})
+	return nil
+}
+
+func (f *fakeQueues) sendDelayed(ctx context.Context, actor string, body []byte, delay time.Duration) error {
+	if f.noDelay {
+		return errDelayNotSupported
+	}
+	if err := f.send(ctx, actor, body); err != nil {
+		return err
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.delayed, f.delays = append(f.delayed, f.sends[len(f.sends)-1]), append(f.delays, delay)
+	f.sends = f.sends[:len(f.sends)-1]
 	return nil
 }
 
@@ -564,5 +583,78 @@ func TestCurrentRuntimeNeverReady(t *testing.T) {
 	err := run(context.Background(), cfg, testLogger(t))
 	if err == nil || !strings.Contains(err.Error(), "runtime not ready after 300ms") {
 		t.Errorf("run: %v, want the ready timeout", err)
+	}
+}
+
+// TestCurrentRouterRetries: with the 0.5 retry variables set, a handler
+// error goes back to the actor's own queue, delayed, until the last
+// attempt; a non-retryable one and the last one go to the sump, and so
+// does every one where the broker cannot delay (RabbitMQ).
+func TestCurrentRouterRetries(t *testing.T) {
+	policy := &retryPolicy{Policy: "constant", MaxAttempts: 3, InitialInterval: 2 * time.Second, MaxInterval: time.Minute,
+		Coefficient: 2, NonRetryable: []string{"Exception"}}
+	at := func(attempt int, actor string) string {
+		return fmt.Sprintf(`{"id":"m","route":{"prev":[],"curr":"a","next":[]},"payload":1,"status":{"phase":"pending",`+
+			`"actor":%q,"attempt":%d,"max_attempts":3,"created_at":"c","updated_at":"u"}}`, actor, attempt)
+	}
+	valueError := `{"error":"processing_error","details":{"message":"no","type":"ValueError","mro":["StandardError"],"traceback":"tb"}}`
+	tests := []struct {
+		name, in, answer string
+		noDelay          bool
+		retried          int     // the attempt the retry carries, or 0
+		reason           string  // the sump's, when not retried
+		attempt          float64 // the sump's status.attempt
+	}{
+		{name: "first attempt", in: at(1, "a"), answer: valueError, retried: 2},
+		{name: "a new actor's first attempt", in: at(3, "z"), answer: valueError, retried: 2},
+		{name: "last attempt", in: at(3, "a"), answer: valueError, reason: "MaxRetriesExhausted", attempt: 3},
+		{name: "non-retryable by its mro", in: at(1, "a"), answer: failed, reason: "NonRetryableFailure", attempt: 1},
+		{name: "no delay on the broker", in: at(1, "a"), answer: valueError, noDelay: true, reason: "RuntimeError", attempt: 2},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			r, q := currentTestRouter(t, jsonAnswer(500, tc.answer))
+			r.cfg.Current.Retry, q.noDelay = policy, tc.noDelay
+			if err := r.handle(context.Background(), &message{Body: []byte(tc.in)}); err != nil || q.acks != 1 {
+				t.Fatalf("handle: %v, %d acks; want it acknowledged", err, q.acks)
+			}
+			if tc.retried > 0 {
+				if len(q.delayed) != 1 || len(q.sends) != 0 || q.delayed[0].actor != "a" || q.delays[0] != 2*time.Second {
+					t.Fatalf("delayed %+v by %v, sent %+v; want one retry to a in 2s", q.delayed, q.delays, q.sends)
+				}
+				st := q.delayed[0].env["status"].(map[string]any)
+				if st["phase"] != "retrying" || st["attempt"] != float64(tc.retried) || st["max_attempts"] != 3.0 ||
+					field(st, "error", "type") != "ValueError" || field(st, "error", "traceback") != "tb" {
+					t.Errorf("retry status %v", st)
+				}
+				return
+			}
+			if len(q.sends) != 1 || q.sends[0].actor != "x-sump" || len(q.delayed) != 0 {
+				t.Fatalf("sent %+v, delayed %+v; want the sump alone", q.sends, q.delayed)
+			}
+			st := q.sends[0].env["status"].(map[string]any)
+			if st["reason"] != tc.reason || st["attempt"] != tc.attempt || st["max_attempts"] != 3.0 {
+				t.Errorf("sump status %v, want %s at attempt %v of 3", st, tc.reason, tc.attempt)
+			}
+		})
+	}
+}
+
+func TestRetryDelay(t *testing.T) {
+	p := retryPolicy{Policy: "exponential", InitialInterval: time.Second, MaxInterval: 10 * time.Second, Coefficient: 3}
+	for failed, want := range map[int]time.Duration{1: time.Second, 2: 3 * time.Second, 3: 9 * time.Second, 4: 10 * time.Second} {
+		if got := p.delay(failed, nil); got != want {
+			t.Errorf("exponential, attempt %d: %v, want %v", failed, got, want)
+		}
+	}
+	p.Policy = "constant"
+	if got := p.delay(4, nil); got != time.Second {
+		t.Errorf("constant: %v, want 1s", got)
+	}
+	p.Jitter = true
+	for r, want := range map[float64]time.Duration{0: 500 * time.Millisecond, 0.5: time.Second, 0.99: 1490 * time.Millisecond} {
+		if got := p.delay(1, func() float64 { return r }); got != want {
+			t.Errorf("jitter %v: %v, want %v", r, got, want)
+		}
 	}
 }

@@ -123,6 +123,13 @@ func (r *rabbit) send(ctx context.Context, actor string, body []byte) error {
 	return nil
 }
 
+// sendDelayed: RabbitMQ has no delayed send without a plugin, and the
+// current sidecar's RabbitMQ transport answers errDelayNotSupported, so
+// a retry there ends at the sump at once.
+func (r *rabbit) sendDelayed(context.Context, string, []byte, time.Duration) error {
+	return errDelayNotSupported
+}
+
 // queueExists is the real sidecar's ensureQueue: a passive declare.
 func (r *rabbit) queueExists(queue string) error {
 	ch, err := r.conn.Channel()

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/url"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	awsconfig "github.com/aws/aws-sdk-go-v2/config"
@@ -96,6 +97,21 @@ func (s *sqsQueues) send(ctx context.Context, actor string, body []byte) error {
 		return err
 	}
 	if _, err = s.client.SendMessage(ctx, &sqs.SendMessageInput{QueueUrl: aws.String(u), MessageBody: aws.String(string(body))}); err != nil {
+		delete(s.urls, s.cfg.queue(actor))
+	}
+	return err
+}
+
+// sendDelayed sends with DelaySeconds, the delay rounded to whole
+// seconds and cut to SQS's 900, as the current sidecar's SendWithDelay.
+func (s *sqsQueues) sendDelayed(ctx context.Context, actor string, body []byte, delay time.Duration) error {
+	u, err := s.queueURL(ctx, actor)
+	if err != nil {
+		return err
+	}
+	seconds := min(int32(delay.Round(time.Second)/time.Second), 900)
+	if _, err = s.client.SendMessage(ctx, &sqs.SendMessageInput{QueueUrl: aws.String(u), MessageBody: aws.String(string(body)),
+		DelaySeconds: seconds}); err != nil {
 		delete(s.urls, s.cfg.queue(actor))
 	}
 	return err

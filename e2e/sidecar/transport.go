@@ -2,8 +2,13 @@ package main
 
 import (
 	"context"
+	"errors"
 	"log/slog"
+	"time"
 )
+
+// errDelayNotSupported: the broker cannot hold a message back.
+var errDelayNotSupported = errors.New("delayed send not supported by this transport")
 
 // message is one message taken from the actor's queue.
 type message struct {
@@ -20,6 +25,10 @@ type transport interface {
 	// send publishes body to the queue of actor and returns once the
 	// broker has it.
 	send(ctx context.Context, actor string, body []byte) error
+	// sendDelayed is send with the message held back for delay (whole
+	// seconds, at most 15 minutes), or errDelayNotSupported. Only the
+	// current generation's retries use it.
+	sendDelayed(ctx context.Context, actor string, body []byte, delay time.Duration) error
 	// ack removes the message from the queue.
 	ack(ctx context.Context, m *message) error
 	// requeue gives the message back for redelivery.
