@@ -21,7 +21,9 @@ import (
 
 func TestMain(m *testing.M) {
 	testenv.UseTestAWSCredentials()
-	os.Exit(m.Run())
+	code := m.Run()
+	removeBuiltSidecar()
+	os.Exit(code)
 }
 
 // handlers is the module the tests' runtimes load.
@@ -66,12 +68,19 @@ func socketDir(t *testing.T) string {
 // SIGTERM, which also runs after the test.
 func startRuntime(t *testing.T, sockets, handler string, env ...string) (stop func()) {
 	t.Helper()
+	return startScript(t, "../../runtime/asya_runtime.py", sockets, "handlers."+handler, env...)
+}
+
+// startScript is startRuntime for any runtime script of the project's
+// and any handler (module.function) in the socket directory's modules.
+func startScript(t *testing.T, script, sockets, handler string, env ...string) (stop func()) {
+	t.Helper()
 	python, err := exec.LookPath("python3")
 	if err != nil {
 		testenv.Missing(t, "python3 is needed to run the runtime", err)
 	}
-	cmd := exec.Command(python, "../../runtime/asya_runtime.py")
-	cmd.Env = append(os.Environ(), "ASYA_SOCKET_DIR="+sockets, "ASYA_HANDLER=handlers."+handler,
+	cmd := exec.Command(python, script)
+	cmd.Env = append(os.Environ(), "ASYA_SOCKET_DIR="+sockets, "ASYA_HANDLER="+handler,
 		"PYTHONPATH="+filepath.Join(filepath.Dir(sockets), "mods"))
 	cmd.Env = append(cmd.Env, env...)
 	var out syncBuffer
