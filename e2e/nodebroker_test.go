@@ -22,6 +22,9 @@ type envelope struct {
 	Route   route  `json:"route"`
 	Payload any    `json:"payload"`
 	Error   any    `json:"error,omitempty"`
+	// Raw is the message as it arrived, for what the fields above leave
+	// out (a flat envelope's route and status).
+	Raw json.RawMessage `json:"-"`
 }
 
 type route struct {
@@ -133,6 +136,7 @@ func decodeEnvelope(t *testing.T, body []byte) envelope {
 	if err := json.Unmarshal(body, &m); err != nil {
 		t.Fatalf("not an envelope: %v: %s", err, body)
 	}
+	m.Raw = body
 	return m
 }
 

@@ -51,6 +51,7 @@ extraEnv:
 config:
   sidecarImage: %[2]s
   runtimeDelivery: %[7]s
+  flatActors: {transport: rabbitmq, sidecarImage: %[2]s}
   transports:
     rabbitmq:
       type: rabbitmq

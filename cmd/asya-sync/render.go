@@ -16,6 +16,7 @@ import (
 	"github.com/asya-sh/asya-sync/api/hook"
 	"github.com/asya-sh/asya-sync/api/v1alpha1"
 	"github.com/asya-sh/asya-sync/config"
+	asyaruntime "github.com/asya-sh/asya-sync/runtime"
 	hooksync "github.com/asya-sh/asya-sync/sync"
 )
 
@@ -52,7 +53,7 @@ func renderHandler(configPath string) (*hooksync.Handler, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &hooksync.Handler{Config: cfg, Script: script}, nil
+	return &hooksync.Handler{Config: cfg, Script: script, FlatScript: asyaruntime.EmbeddedHTTP()}, nil
 }
 
 // render writes every actor's children as one YAML stream, or nothing if

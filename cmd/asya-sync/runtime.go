@@ -3,7 +3,9 @@ package main
 import (
 	"fmt"
 	"os"
+	"strings"
 
+	"github.com/asya-sh/asya-sync/children"
 	"github.com/asya-sh/asya-sync/config"
 	asyaruntime "github.com/asya-sh/asya-sync/runtime"
 )
@@ -21,11 +23,16 @@ func runtimeScript(cfg *config.Config) (asyaruntime.Script, error) {
 	return asyaruntime.Load(path)
 }
 
-// runWriteRuntime writes the embedded runtime script to the path given,
-// executable: the init container of runtimeDelivery initContainer.
+// runWriteRuntime writes an embedded runtime script to the path given,
+// executable: the init container of runtimeDelivery initContainer. With
+// --http it is the flat actors' script, which talks HTTP.
 func runWriteRuntime(args []string) error {
-	if len(args) != 1 {
-		return fmt.Errorf("write-runtime takes one argument, the file to write")
+	script := asyaruntime.Embedded()
+	if len(args) == 2 && args[0] == children.HTTPRuntimeFlag {
+		script, args = asyaruntime.EmbeddedHTTP(), args[1:]
 	}
-	return os.WriteFile(args[0], []byte(asyaruntime.Embedded().Source), 0o755)
+	if len(args) != 1 || strings.HasPrefix(args[0], "-") {
+		return fmt.Errorf("write-runtime takes the file to write, after %s for the HTTP runtime", children.HTTPRuntimeFlag)
+	}
+	return os.WriteFile(args[0], []byte(script.Source), 0o755)
 }

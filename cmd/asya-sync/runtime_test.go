@@ -11,22 +11,32 @@ import (
 )
 
 func TestWriteRuntimeWritesTheEmbeddedScript(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "asya_runtime.py")
-	if err := runWriteRuntime([]string{path}); err != nil {
-		t.Fatal(err)
+	for _, tc := range []struct {
+		args []string
+		want asyaruntime.Script
+	}{
+		{nil, asyaruntime.Embedded()},
+		{[]string{"--http"}, asyaruntime.EmbeddedHTTP()},
+	} {
+		path := filepath.Join(t.TempDir(), "asya_runtime.py")
+		if err := runWriteRuntime(append(tc.args, path)); err != nil {
+			t.Fatal(err)
+		}
+		got, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if string(got) != tc.want.Source {
+			t.Errorf("%v: wrote %d bytes that are not the embedded script", tc.args, len(got))
+		}
+		if info, _ := os.Stat(path); info.Mode().Perm() != 0o755 {
+			t.Errorf("mode %v, want 0755", info.Mode().Perm())
+		}
 	}
-	got, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if string(got) != asyaruntime.Embedded().Source {
-		t.Errorf("wrote %d bytes that are not the embedded script", len(got))
-	}
-	if info, _ := os.Stat(path); info.Mode().Perm() != 0o755 {
-		t.Errorf("mode %v, want 0755", info.Mode().Perm())
-	}
-	if err := runWriteRuntime(nil); err == nil {
-		t.Error("write-runtime without a path: no error")
+	for _, bad := range [][]string{nil, {"--http"}, {"--ftp", "x"}} {
+		if err := runWriteRuntime(bad); err == nil {
+			t.Errorf("write-runtime %v: no error", bad)
+		}
 	}
 }
 

@@ -17,6 +17,7 @@ import (
 
 	"github.com/asya-sh/asya-sync/config"
 	"github.com/asya-sh/asya-sync/internal/version"
+	asyaruntime "github.com/asya-sh/asya-sync/runtime"
 	hooksync "github.com/asya-sh/asya-sync/sync"
 	"github.com/asya-sh/asya-sync/transport"
 )
@@ -111,7 +112,7 @@ func newServer(f serveFlags, log zerolog.Logger) (*server, *credentials, transpo
 		return nil, nil, transport.Set{}, err
 	}
 	srv := &server{
-		hooks:   &hooksync.Handler{Config: cfg, Transports: yieldingBrokers{brokers}, Script: script, Now: time.Now},
+		hooks:   &hooksync.Handler{Config: cfg, Transports: yieldingBrokers{brokers}, Script: script, FlatScript: asyaruntime.EmbeddedHTTP(), Now: time.Now},
 		log:     log,
 		metrics: m,
 		maxBody: f.maxBody,

@@ -16,3 +16,10 @@ def process(payload):
         "pod": os.environ.get("HOSTNAME", ""),
         "version": os.environ.get("HANDLER_VERSION", ""),
     }
+
+
+def fan(payload):
+    """Yields payload["n"] results, one message each (the flat runtime
+    streams a generator's results as they come)."""
+    for i in range(int(payload.get("n", 3))):
+        yield {"part": i, "of": payload}

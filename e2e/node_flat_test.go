@@ -1,0 +1,197 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+
+	"github.com/asya-sh/asya-sync/internal/testenv"
+)
+
+// Flat actors on the node: the manifests upstream Asya 0.5+/1.x users
+// write, run with the test sidecar in its current mode and the HTTP
+// runtime, on queues asya-<namespace>-<actor>.
+
+// flatActor is a flat actor of the tier's runtime image, scaling off.
+func flatActor(ns, name, transport, handler string) obj {
+	spec := obj{"actor": name, "image": nodeImage("runtime"), "handler": handler,
+		"scaling": obj{"enabled": false}, "replicas": 1, "resiliency": obj{"actorTimeout": "30s"}}
+	if transport != "" {
+		spec["transport"] = transport
+	}
+	return obj{"apiVersion": "asya.sh/v1alpha1", "kind": "AsyncActor",
+		"metadata": obj{"name": name, "namespace": ns}, "spec": spec}
+}
+
+// flatMessage is a current-generation envelope for the route given.
+func flatMessage(payload obj, route ...string) obj {
+	return obj{"id": testenv.UniqueName("flat"), "route": obj{"prev": []any{}, "curr": route[0], "next": route[1:]},
+		"headers": obj{}, "payload": payload}
+}
+
+// sendFlat puts m on a flat actor's queue as a sidecar of its namespace
+// would: on RabbitMQ to the namespace's exchange keyed by the actor, on
+// SQS to the queue asya-<namespace>-<actor>.
+func sendFlat(t *testing.T, ctx context.Context, b nodeBroker, ns, actor string, m obj) {
+	t.Helper()
+	if b.transport == "rabbitmq" {
+		publishVia(t, ctx, testenv.RabbitURL(), nodeExchange+"-"+ns, actor, m)
+		return
+	}
+	url := sqsQueueURL(t, ctx, "asya-"+ns+"-"+actor)
+	if _, err := sqsClient().SendMessage(ctx, &sqs.SendMessageInput{QueueUrl: aws.String(url), MessageBody: aws.String(mustJSON(m))}); err != nil {
+		t.Fatalf("send to %s: %v", url, err)
+	}
+}
+
+// flatEnd collects what reaches one of the namespace's queues; the
+// collector names queues asya-<its actor>.
+func flatEnd(t *testing.T, ctx context.Context, b nodeBroker, ns, actor string) *collector {
+	return newCollector(t, ctx, b, ns+"-"+actor)
+}
+
+// TestNodeFlatPipeline: a two-actor pipeline ends in the namespace's sink,
+// and a handler's error reaches its sump with the traceback.
+func TestNodeFlatPipeline(t *testing.T) {
+	d := nodeDriver(t)
+	for _, b := range nodeBrokers {
+		t.Run(b.transport, func(t *testing.T) {
+			ctx := context.Background()
+			ns := nodeNamespace(t, ctx, b.name("node-e2e-flat-"+b.transport), nil)
+			sink, sump := flatEnd(t, ctx, b, ns, "x-sink"), flatEnd(t, ctx, b, ns, "x-sump")
+			transport := ""
+			if b.transport != "rabbitmq" {
+				transport = b.transport // the node service's flat actors default to rabbitmq
+			}
+			runReadyActor(t, ctx, d, flatActor(ns, "first", transport, "handlers.process"))
+			runReadyActor(t, ctx, d, flatActor(ns, "second", transport, "handlers.process"))
+			awaitStatus(t, ctx, d, ns, "first", "Running", 30*time.Second, func(s obj) error {
+				if str(s, "phase") != "Ready" || str(s, "queueIdentifier") != "asya-"+ns+"-first" {
+					return fmt.Errorf("phase %q, queueIdentifier %q", str(s, "phase"), str(s, "queueIdentifier"))
+				}
+				return nil
+			})
+
+			ok := flatMessage(obj{"n": 1}, "first", "second")
+			start := time.Now()
+			sendFlat(t, ctx, b, ns, "first", ok)
+			got := sink.await(t, ctx, 30*time.Second, ok["id"].(string))[ok["id"].(string)][0]
+			env.timed("node: flat "+b.transport+" two actors → sink", start)
+			if raw := string(got.Raw); !strings.Contains(raw, `"prev":["first","second"]`) || !strings.Contains(raw, `"n":1`) {
+				t.Errorf("sink got %s, want the payload passed through first and second", raw)
+			}
+			bad := flatMessage(obj{"fail": true}, "first", "second")
+			sendFlat(t, ctx, b, ns, "first", bad)
+			failed := sump.await(t, ctx, 30*time.Second, bad["id"].(string))[bad["id"].(string)][0]
+			if raw := string(failed.Raw); !strings.Contains(raw, "handler refused") || !strings.Contains(raw, "Traceback") {
+				t.Errorf("sump got %s, want the handler's error with its traceback", raw)
+			}
+		})
+	}
+}
+
+// TestNodeFlatGenerator: a generator handler's three yields become three
+// messages on the next actor's queue, which runs no replicas.
+func TestNodeFlatGenerator(t *testing.T) {
+	d := nodeDriver(t)
+	ctx := context.Background()
+	b := nodeBrokers[0]
+	ns := nodeNamespace(t, ctx, "node-e2e-flat-generator", nil)
+	collect := flatActor(ns, "collect", "", "handlers.process")
+	mapAt(collect, "spec")["replicas"] = 0
+	runActor(t, ctx, d, collect)
+	runReadyActor(t, ctx, d, flatActor(ns, "fan", "", "handlers.fan"))
+	next := flatEnd(t, ctx, b, ns, "collect")
+
+	m := flatMessage(obj{"n": 3}, "fan", "collect")
+	sendFlat(t, ctx, b, ns, "fan", m)
+	deadline := time.Now().Add(30 * time.Second)
+	var parts []envelope
+	for len(parts) < 3 && time.Now().Before(deadline) {
+		for _, e := range b.take(t, ctx, next.actor) {
+			parts = append(parts, e)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	if len(parts) != 3 {
+		t.Fatalf("asya-%s-collect got %d messages, want the generator's 3", ns, len(parts))
+	}
+	for i, p := range parts {
+		if !strings.Contains(string(p.Raw), `"part":`) || !strings.Contains(string(p.Raw), `"curr":"collect"`) {
+			t.Errorf("message %d: %s, want a part routed to collect", i, p.Raw)
+		}
+	}
+}
+
+// TestNodeFlatNamespacesApart: two namespaces with an actor of the same
+// name on one RabbitMQ each get only their own messages.
+func TestNodeFlatNamespacesApart(t *testing.T) {
+	d := nodeDriver(t)
+	ctx := context.Background()
+	b := nodeBrokers[0]
+	var namespaces []string
+	sinks := map[string]*collector{}
+	for _, name := range []string{"node-e2e-flat-team-a", "node-e2e-flat-team-b"} {
+		ns := nodeNamespace(t, ctx, name, nil)
+		namespaces = append(namespaces, ns)
+		sinks[ns] = flatEnd(t, ctx, b, ns, "x-sink")
+		runReadyActor(t, ctx, d, flatActor(ns, "echo", "", "handlers.process"))
+	}
+	for _, ns := range namespaces {
+		m := flatMessage(obj{"from": ns}, "echo")
+		sendFlat(t, ctx, b, ns, "echo", m)
+		got := sinks[ns].await(t, ctx, 30*time.Second, m["id"].(string))
+		if len(got[m["id"].(string)]) != 1 {
+			t.Errorf("%s's sink got %d copies", ns, len(got[m["id"].(string)]))
+		}
+	}
+	time.Sleep(2 * time.Second) // anything misrouted would have arrived by now
+	for _, ns := range namespaces {
+		for _, e := range b.take(t, ctx, ns+"-x-sink") {
+			t.Errorf("%s's sink got another message: %s", ns, e.Raw)
+		}
+		for id, got := range sinks[ns].got {
+			if !strings.Contains(string(got[0].Raw), `"from":"`+ns+`"`) {
+				t.Errorf("%s's sink got %s from elsewhere: %s", ns, id, got[0].Raw)
+			}
+		}
+	}
+}
+
+// TestNodeFlatScalesFromZero: a flat actor with upstream's scaling
+// defaults (on, from zero) naps with no pod, wakes for a message, and
+// naps again with no pod.
+func TestNodeFlatScalesFromZero(t *testing.T) {
+	needKEDA(t)
+	d := nodeDriver(t)
+	ctx := context.Background()
+	b := nodeBrokers[0]
+	ns := nodeNamespace(t, ctx, "node-e2e-flat-scaling", nil)
+	sink := flatEnd(t, ctx, b, ns, "x-sink")
+	a := flatActor(ns, "sleepy", "", "handlers.process")
+	mapAt(a, "spec")["scaling"] = obj{"pollingInterval": 2, "cooldownPeriod": 6}
+	delete(mapAt(a, "spec"), "replicas")
+	runActor(t, ctx, d, a)
+	noPods := func(s obj) error {
+		pods, _ := env.cluster.client.list(ctx, podsGVR, ns, "asya.sh/asya=sleepy")
+		if len(pods) > 0 || str(s, "phase") != "Napping" {
+			return fmt.Errorf("%d pods, phase %q", len(pods), str(s, "phase"))
+		}
+		return nil
+	}
+	awaitStatus(t, ctx, d, ns, "sleepy", "Napping", 2*time.Minute, noPods)
+	m := flatMessage(obj{"wake": true}, "sleepy")
+	start := time.Now()
+	sendFlat(t, ctx, b, ns, "sleepy", m)
+	sink.await(t, ctx, 2*time.Minute, m["id"].(string))
+	env.timed("node: flat actor from zero pods → result in the sink", start)
+	awaitStatus(t, ctx, d, ns, "sleepy", "Napping", 3*time.Minute, noPods)
+	env.timed("node: flat actor from zero pods → back to zero", start)
+}
