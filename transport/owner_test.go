@@ -21,6 +21,9 @@ func TestOwner(t *testing.T) {
 		created   time.Duration // after t0
 		deleting  bool
 		name, via string
+		// flat is spec.actor of a flat actor; its transport, when via is
+		// empty, is the service's for flat actors ("mq" here).
+		flat string
 	}
 	typed := func(a actor) *v1alpha1.AsyncActor {
 		out := &v1alpha1.AsyncActor{ObjectMeta: metav1.ObjectMeta{Namespace: a.ns, Name: "x", UID: types.UID(a.uid),
@@ -34,12 +37,18 @@ func TestOwner(t *testing.T) {
 		if a.deleting {
 			out.DeletionTimestamp = &out.CreationTimestamp
 		}
+		if a.flat != "" {
+			out.Spec.Generation, out.Spec.Actor = v1alpha1.Flat, a.flat
+		}
 		return out
 	}
 	related := func(a actor) *unstructured.Unstructured {
 		m, err := runtimeToUnstructured(typed(a))
 		if err != nil {
 			t.Fatal(err)
+		}
+		if a.flat != "" && a.via == "" {
+			unstructured.RemoveNestedField(m.Object, "spec", "transport") // as written
 		}
 		return m
 	}
@@ -63,6 +72,14 @@ func TestOwner(t *testing.T) {
 			{ns: "e", uid: "u-e", created: -time.Second}}, "d/x"},
 		{"another transport is another queue", self, []actor{{ns: "a", uid: "u-a", created: -time.Hour, via: "sqs"}}, "b/x"},
 		{"another name is another queue", self, []actor{{ns: "a", uid: "u-a", created: -time.Hour, name: "y"}}, "b/x"},
+		{"flat: one spec.actor in one namespace is one queue", actor{ns: "b", uid: "u-b", name: "second", flat: "f"},
+			[]actor{{ns: "b", uid: "u-a", created: -time.Hour, name: "first", flat: "f"}}, "b/first"},
+		{"flat: the service's transport for flat actors counts as named", actor{ns: "b", uid: "u-b", name: "second", flat: "f"},
+			[]actor{{ns: "b", uid: "u-a", created: -time.Hour, name: "first", flat: "f", via: "mq"}}, "b/first"},
+		{"flat: another namespace is another queue", actor{ns: "b", uid: "u-b", flat: "f"},
+			[]actor{{ns: "a", uid: "u-a", created: -time.Hour, flat: "f"}}, "b/x"},
+		{"flat: a nested actor of the same name claims another queue", actor{ns: "b", uid: "u-b", flat: "x"},
+			[]actor{{ns: "a", uid: "u-a", created: -time.Hour, name: "x"}}, "b/x"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var others []*unstructured.Unstructured
@@ -70,13 +87,13 @@ func TestOwner(t *testing.T) {
 				others = append(others, related(o))
 			}
 			me := typed(tc.self)
-			owner, mine := Owner(me, others, "")
+			owner, mine := Owner(me, others, "mq")
 			if owner.String() != tc.want || mine != (tc.want == me.Namespace+"/"+me.Name) {
 				t.Errorf("Owner = %s (mine: %v), want %s", owner, mine, tc.want)
 			}
 			// The verdict does not depend on the order Metacontroller lists actors in.
 			slices.Reverse(others)
-			if again, _ := Owner(me, others, ""); again.String() != tc.want {
+			if again, _ := Owner(me, others, "mq"); again.String() != tc.want {
 				t.Errorf("with the actors reversed, Owner = %s, want %s", again, tc.want)
 			}
 		})
