@@ -38,8 +38,6 @@ DEFAULT_MAX_MESSAGE_SIZE = 64 << 20
 # Why the runtime cannot start, which Kubernetes shows as the termination message.
 TERMINATION_LOG = "/dev/termination-log"
 TERMINATION_LIMIT = 2048
-# A client that stops reading or sending must not hold its thread forever.
-IO_TIMEOUT = 60.0
 
 
 # ---- startup ----
@@ -251,22 +249,24 @@ def _check_del_access(path):
 
 
 class _AbiContext:
-    """What a handler may read and change of one envelope, apart from it."""
+    """What a handler may read and change of one envelope: a copy, unless
+    nothing can change it (a function's result)."""
 
-    def __init__(self, envelope):
+    def __init__(self, envelope, isolated=True):
         route = envelope.get("route")
         route = route if isinstance(route, dict) else {}
         self.input_route = {k: route.get(k) if isinstance(route.get(k), t) else t()
                             for k, t in (("prev", list), ("curr", str), ("next", list))}
-        self.data = copy.deepcopy({
+        self.copy = copy.deepcopy if isolated else lambda x: x
+        self.data = self.copy({
             "id": envelope.get("id", ""), "parent_id": envelope.get("parent_id", ""),
             "route": self.input_route, "headers": envelope.get("headers") or {},
             "status": envelope.get("status") or {}})
 
     def snapshot(self):
         data = self.data
-        return copy.deepcopy({"route_next": (data.get("route") or {}).get("next") or [],
-                              "headers": data.get("headers") or {}, "status": data.get("status") or {}})
+        return self.copy({"route_next": (data.get("route") or {}).get("next") or [],
+                          "headers": data.get("headers") or {}, "status": data.get("status") or {}})
 
 
 def _build_frame(payload, ctx):
@@ -338,7 +338,7 @@ def _call_handler(user_func, arg):
 
 
 def _failure(exc):
-    log.warning("handler failed: %s: %s", type(exc).__name__, exc, exc_info=log.isEnabledFor(logging.DEBUG))
+    log.warning("handler failed: %s: %s", type(exc).__name__, exc)
     return _error_response("processing_error", exc)
 
 
@@ -350,12 +350,13 @@ def _begin(data, user_func):
         log.warning("rejecting envelope: %s", exc)
         return 400, _encode(_error_response("msg_parsing_error", exc))
     try:
-        ctx = _AbiContext(envelope)
         result = _call_handler(user_func, envelope.get("payload"))
         if inspect.isgenerator(result) or inspect.isasyncgen(result):
-            return None, (result, ctx)
+            return None, (result, _AbiContext(envelope))
         # A result JSON cannot carry is the handler's error too.
-        return (204, b"") if result is None else (200, _encode({"frames": [_build_frame(result, ctx)]}))
+        if result is None:
+            return 204, b""
+        return 200, _encode({"frames": [_build_frame(result, _AbiContext(envelope, False))]})
     except Exception as exc:
         return 500, _encode(_failure(exc))
 
@@ -380,7 +381,7 @@ class _ClientGone(Exception):
 
 class _InvokeHandler(http.server.BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
-    timeout = IO_TIMEOUT
+    timeout = 60.0  # a client that stops reading or sending must not hold a thread
 
     def log_message(self, fmt, *args):
         log.debug(fmt, *args)
