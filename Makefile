@@ -8,7 +8,7 @@ COMMIT ?= $(shell git rev-parse HEAD 2>/dev/null || echo unknown)
 LDFLAGS := -s -w -X github.com/asya-sh/asya-sync/internal/version.version=$(VERSION) \
 	-X github.com/asya-sh/asya-sync/internal/version.commit=$(COMMIT)
 
-.PHONY: run test services rules vet unit runtime-test e2e build bench
+.PHONY: run test services rules vet unit runtime-test runtime-upstream-test e2e build bench
 
 run:
 	$(GO) run ./cmd/asya-sync render -f examples/hello-actor.yaml --config examples/config.yaml
@@ -31,6 +31,26 @@ unit:
 
 runtime-test:
 	python3 -m unittest discover -s runtime -p 'test_*.py'
+
+# Upstream Asya's own runtime tests, run against runtime/asya_runtime_http.py
+# placed where they import asya_runtime from. Not part of `make test`:
+# upstream's code is not in this repository. ASYA_UPSTREAM is a checkout of
+# upstream Asya (runtime/README.md says which commit and how to get one);
+# UPSTREAM_PYTHON a python3 with pytest (Debian: python3-pytest). The tests
+# that do not apply to this runtime are left out (runtime/README.md says
+# why); UPSTREAM_NOT_APPLICABLE= runs them all.
+UPSTREAM_PYTHON ?= python3
+UPSTREAM_NOT_APPLICABLE ?= --ignore=tests/test_state_proxy.py --deselect=tests/test_asya_runtime.py::TestFlyHelpers
+runtime-upstream-test:
+	@test -d "$(ASYA_UPSTREAM)/src/asya-runtime/tests" || { \
+	  echo "ASYA_UPSTREAM=$(ASYA_UPSTREAM) is not a checkout of upstream Asya (no src/asya-runtime/tests)"; exit 2; }
+	@$(UPSTREAM_PYTHON) -c 'import pytest' 2>/dev/null || { \
+	  echo "$(UPSTREAM_PYTHON) has no pytest: apt-get install python3-pytest and set UPSTREAM_PYTHON=/usr/bin/python3"; exit 2; }
+	tmp=$$(mktemp -d) && trap 'rm -rf "$$tmp"' EXIT && \
+	cp -R "$(ASYA_UPSTREAM)/src/asya-runtime/tests" "$$tmp/tests" && \
+	cp runtime/asya_runtime_http.py "$$tmp/asya_runtime.py" && \
+	cd "$$tmp" && env -u ASYA_HANDLER -u ASYA_ENABLE_VALIDATION -u ASYA_SOCKET_CHMOD \
+	  $(UPSTREAM_PYTHON) -m pytest -p no:cacheprovider -q $(UPSTREAM_NOT_APPLICABLE) tests
 
 test: services rules vet unit runtime-test
 
