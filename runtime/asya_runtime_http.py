@@ -353,9 +353,9 @@ def _begin(data, user_func):
         result = _call_handler(user_func, envelope.get("payload"))
         if inspect.isgenerator(result) or inspect.isasyncgen(result):
             return None, (result, _AbiContext(envelope))
-        # A result JSON cannot carry is the handler's error too.
         if result is None:
             return 204, b""
+        # A result JSON cannot carry is the handler's error too.
         return 200, _encode({"frames": [_build_frame(result, _AbiContext(envelope, False))]})
     except Exception as exc:
         return 500, _encode(_failure(exc))
