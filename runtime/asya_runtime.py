@@ -345,11 +345,14 @@ def fail(message):
     termination message, and returns the exit code."""
     log.error("%s", message)
     tail = message.rstrip().encode("utf-8")[-TERMINATION_LIMIT:].decode("utf-8", "ignore")
+    # The kubelet makes the file; outside a container there is none to fill.
+    path = os.environ.get("ASYA_TERMINATION_LOG") or (TERMINATION_LOG if os.path.exists(TERMINATION_LOG) else "")
     try:
-        with open(os.environ.get("ASYA_TERMINATION_LOG") or TERMINATION_LOG, "w") as f:
-            f.write(tail)
+        if path:
+            with open(path, "w") as f:
+                f.write(tail)
     except OSError:
-        pass  # not in a container: the log has it
+        pass  # the log has it
     return 1
 
 
