@@ -215,7 +215,7 @@ func TestActorsChildrenAccepted(t *testing.T) {
 			check: func(t *testing.T, n string, kids map[string]obj) {
 				pod := mustJSON(field(kids["Deployment/"+n], "spec", "template", "spec"))
 				for _, want := range []string{`"name":"ASYA_NAMESPACE","value":"` + actorNS + `"`, `"name":"ASYA_ACTOR_NAME","value":"text-analyzer"`,
-					`"name":"fetch-model"`, `"name":"exporter"`, `"name":"asya-state-proxy-cache"`, `"ASYA_RESILIENCY_POLICIES"`} {
+					`"name":"fetch-model"`, `"name":"exporter"`, `"ASYA_RESILIENCY_POLICIES"`} {
 					if !strings.Contains(pod, want) {
 						t.Errorf("pod template lacks %s", want)
 					}

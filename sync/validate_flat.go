@@ -21,6 +21,10 @@ func validateFlat(spec v1alpha1.AsyncActorSpec) []string {
 		add("spec.flavors: %s: flavors are Crossplane EnvironmentConfigs, which asya-sync cannot merge; "+
 			"write their fields into the actor and remove flavors", strings.Join(c.Flavors, ", "))
 	}
+	if len(c.StateProxy) > 0 {
+		add("spec.stateProxy: asya-sync's runtime has no state proxy layer (ASYA_STATE_PROXY_MOUNTS); " +
+			"remove stateProxy, or keep the actor on upstream's installation")
+	}
 	if !isDNSLabel(c.Actor) {
 		add("spec.actor: %q must be a DNS label (lower-case letters, digits and '-', at most 63)", c.Actor)
 	}
@@ -30,9 +34,8 @@ func validateFlat(spec v1alpha1.AsyncActorSpec) []string {
 	}
 	problems = append(problems, reservedNames("spec.initContainers", lists.InitContainers)...)
 	problems = append(problems, reservedNames("spec.sidecars", lists.Sidecars)...)
-	reserved := append(append([]string{}, children.ReservedVolumes...), "state-sockets")
 	for i, v := range lists.Volumes {
-		for _, r := range reserved {
+		for _, r := range children.ReservedVolumes {
 			if v.Name == r {
 				add("spec.volumes[%d]: the volume name %s is reserved for asya-sync", i, r)
 			}

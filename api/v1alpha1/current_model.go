@@ -1,7 +1,6 @@
 package v1alpha1
 
 import (
-	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -16,8 +15,6 @@ const (
 	// FlatDefaultActorTimeout is the sidecar's own default for
 	// ASYA_RESILIENCY_ACTOR_TIMEOUT.
 	FlatDefaultActorTimeout = 5 * time.Minute
-	// StateSocketsDir is where state proxies put their sockets.
-	StateSocketsDir = "/var/run/asya/state"
 )
 
 // LabelFlatActor carries a flat actor's spec.actor on its pods, as
@@ -46,14 +43,10 @@ func (spec AsyncActorSpec) flatModel() AsyncActorSpec {
 	}
 	pod := corev1.PodSpec{
 		InitContainers: lists.InitContainers,
-		Containers:     append(append([]corev1.Container{runtime}, c.stateProxyContainers()...), lists.Sidecars...),
+		Containers:     append([]corev1.Container{runtime}, lists.Sidecars...),
 		Volumes:        lists.Volumes,
 		NodeSelector:   c.NodeSelector,
 		Tolerations:    lists.Tolerations,
-	}
-	if len(c.StateProxy) > 0 {
-		pod.Containers[0].VolumeMounts = append(pod.Containers[0].VolumeMounts, corev1.VolumeMount{Name: "state-sockets", MountPath: StateSocketsDir})
-		pod.Volumes = append(pod.Volumes, corev1.Volume{Name: "state-sockets", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}})
 	}
 	spec.Workload = WorkloadSpec{Kind: KindDeployment, Replicas: c.Replicas, PythonExecutable: c.PythonExecutable,
 		Template: PodTemplate{Spec: pod, Metadata: PodTemplateMetadata{Labels: map[string]string{LabelFlatActor: c.Actor}}}}
@@ -100,7 +93,7 @@ func (c CurrentSpec) ActorTimeout() time.Duration {
 
 // runtimeEnv is the runtime container's environment, in upstream's order:
 // the handler, validation off for system actors, the user's variables,
-// the Secret keys, the state proxy mounts.
+// the Secret keys.
 func (c CurrentSpec) runtimeEnv() []corev1.EnvVar {
 	env := []corev1.EnvVar{{Name: "ASYA_HANDLER", Value: c.Handler}}
 	if c.IsEndActor() {
@@ -113,39 +106,5 @@ func (c CurrentSpec) runtimeEnv() []corev1.EnvVar {
 				LocalObjectReference: corev1.LocalObjectReference{Name: ref.SecretName}, Key: k.Key}}})
 		}
 	}
-	if mounts := c.stateProxyMounts(); mounts != "" {
-		env = append(env, corev1.EnvVar{Name: "ASYA_STATE_PROXY_MOUNTS", Value: mounts})
-	}
 	return env
-}
-
-// stateProxyMounts is ASYA_STATE_PROXY_MOUNTS: name:path:write=mode;...
-func (c CurrentSpec) stateProxyMounts() string {
-	parts := make([]string, len(c.StateProxy))
-	for i, sp := range c.StateProxy {
-		mode := sp.WriteMode
-		if mode == "" {
-			mode = "buffered"
-		}
-		parts[i] = sp.Name + ":" + sp.Mount.Path + ":write=" + mode
-	}
-	return strings.Join(parts, ";")
-}
-
-// stateProxyContainers are asya-state-proxy-<name>, each serving its
-// socket in the shared state directory.
-func (c CurrentSpec) stateProxyContainers() []corev1.Container {
-	var out []corev1.Container
-	for _, sp := range c.StateProxy {
-		ct := corev1.Container{
-			Name: "asya-state-proxy-" + sp.Name, Image: sp.Connector.Image, ImagePullPolicy: sp.Connector.ImagePullPolicy,
-			Env:          append([]corev1.EnvVar{{Name: "CONNECTOR_SOCKET", Value: StateSocketsDir + "/" + sp.Name + ".sock"}}, sp.Connector.Env...),
-			VolumeMounts: []corev1.VolumeMount{{Name: "state-sockets", MountPath: StateSocketsDir}},
-		}
-		if sp.Connector.Resources != nil {
-			ct.Resources = *sp.Connector.Resources
-		}
-		out = append(out, ct)
-	}
-	return out
 }
