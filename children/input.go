@@ -41,6 +41,10 @@ type Input struct {
 	ClaimTemplates []corev1.PersistentVolumeClaim
 	// Sink and Sump end every route of a flat actor's namespace.
 	Sink, Sump string
+	// HardenRuntime gives the runtime container, unless it has one, the
+	// securityContext Pod Security "restricted" asks for (a flat actor in
+	// a namespace that enforces it: its spec cannot say).
+	HardenRuntime bool
 	// Standby is set when another actor of the same name owns the queue:
 	// the workload runs no replicas and KEDA is not asked to scale it, so
 	// the actor consumes nothing, yet everything else is built and the

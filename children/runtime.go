@@ -45,14 +45,27 @@ func (in Input) runtimeWriter() corev1.Container {
 		Command:         in.runtimeWriterCommand(),
 		VolumeMounts:    []corev1.VolumeMount{{Name: volumeRuntime, MountPath: path.Dir(RuntimeScriptPath)}},
 		Resources:       resources,
-		SecurityContext: &corev1.SecurityContext{
-			AllowPrivilegeEscalation: ptr.To(false),
-			Capabilities:             &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}},
-			ReadOnlyRootFilesystem:   ptr.To(true),
-			RunAsNonRoot:             ptr.To(true),
-			RunAsUser:                ptr.To[int64](runtimeWriterUID),
-			SeccompProfile:           &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
-		},
+		SecurityContext: writerContext(),
+	}
+}
+
+// writerContext is restricted, as the image's nonroot user, on a
+// read-only root file system.
+func writerContext() *corev1.SecurityContext {
+	sc := restrictedContext()
+	sc.ReadOnlyRootFilesystem = ptr.To(true)
+	sc.RunAsUser = ptr.To[int64](runtimeWriterUID)
+	return sc
+}
+
+// restrictedContext passes Pod Security "restricted" for a container whose
+// image runs as a non-root user.
+func restrictedContext() *corev1.SecurityContext {
+	return &corev1.SecurityContext{
+		AllowPrivilegeEscalation: ptr.To(false),
+		Capabilities:             &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}},
+		RunAsNonRoot:             ptr.To(true),
+		SeccompProfile:           &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
 	}
 }
 
@@ -71,6 +84,9 @@ func (in Input) runtimeWriterCommand() []string {
 // must match the mount; the user's probes win where set.
 func (in Input) wireRuntime(c *corev1.Container) {
 	c.Command = []string{in.Actor.Spec.Workload.PythonExecutable, RuntimeScriptPath}
+	if in.HardenRuntime && c.SecurityContext == nil {
+		c.SecurityContext = restrictedContext()
+	}
 	c.Env = setEnv(c.Env, corev1.EnvVar{Name: "ASYA_SOCKET_DIR", Value: SocketDir})
 	if in.generation().isEndActor(in) {
 		c.Env = addEnv(c.Env, corev1.EnvVar{Name: "ASYA_ENABLE_VALIDATION", Value: "false"})

@@ -195,3 +195,18 @@ func TestNodeFlatScalesFromZero(t *testing.T) {
 	awaitStatus(t, ctx, d, ns, "sleepy", "Napping", 3*time.Minute, noPods)
 	env.timed("node: flat actor from zero pods → back to zero", start)
 }
+
+// TestNodeFlatRestricted: a flat actor runs in a namespace that enforces
+// Pod Security "restricted", with the securityContext asya-sync gives its
+// runtime (the image runs as a non-root user), and answers.
+func TestNodeFlatRestricted(t *testing.T) {
+	d := nodeDriver(t)
+	ctx := context.Background()
+	b := nodeBrokers[0]
+	ns := nodeNamespace(t, ctx, "node-e2e-flat-restricted", obj{"pod-security.kubernetes.io/enforce": "restricted"})
+	sink := flatEnd(t, ctx, b, ns, "x-sink")
+	runReadyActor(t, ctx, d, flatActor(ns, "hardened", "", "handlers.process"))
+	m := flatMessage(obj{"n": 1}, "hardened")
+	sendFlat(t, ctx, b, ns, "hardened", m)
+	sink.await(t, ctx, 30*time.Second, m["id"].(string))
+}

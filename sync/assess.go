@@ -108,6 +108,7 @@ func (h *Handler) childrenInput(a *assessment) children.Input {
 		in.SidecarImage = h.Config.FlatActors.SidecarImage
 		in.RuntimeScript, in.RuntimeHash = h.FlatScript.Source, h.FlatScript.Hash
 		in.Sink, in.Sump = h.Config.FlatActors.Sink, h.Config.FlatActors.Sump
+		in.HardenRuntime = a.enforcesRestricted()
 	}
 	return in
 }
