@@ -333,11 +333,47 @@ func TestHelmTemplateMonitoring(t *testing.T) {
 			field(cm, "metadata", "labels"), str(cm, "data", "asya-sync.json") != strings.TrimSpace(string(dashboard)))
 	}
 	sm := objs["ServiceMonitor/asya-sync"]
-	if !strings.Contains(mustJSON(sm), `"port":"http"`) || !strings.Contains(mustJSON(sm), `"path":"/metrics"`) {
+	if !strings.Contains(mustJSON(sm), `"port":"metrics"`) || !strings.Contains(mustJSON(sm), `"path":"/metrics"`) {
 		t.Errorf("ServiceMonitor endpoints: %s", mustJSON(field(sm, "spec", "endpoints")))
 	}
 	if js := mustJSON(objs["Deployment/asya-sync"]); !strings.Contains(js, `"--hook-timeout","25s"`) {
 		t.Errorf("the service is not given the webhook timeout: %s", js)
+	}
+}
+
+// TestHelmServiceMonitorPort reads the ServiceMonitor and the Service the
+// chart renders, with TLS on and off: every endpoint scrapes a port the
+// Service has, and that port is the metrics port, never the hook port
+// (HTTPS with TLS on; with TLS off the NetworkPolicy admits only
+// Metacontroller to it).
+func TestHelmServiceMonitorPort(t *testing.T) {
+	for _, tls := range []string{"true", "false"} {
+		t.Run("tls="+tls, func(t *testing.T) {
+			objs := renderChart(t, "asya-system", "--set", "metrics.serviceMonitor.enabled=true",
+				"--set", "hooks.tls.enabled="+tls, "--set", "hooks.auth.token.enabled="+tls)
+			svc, sm := objs["Service/asya-sync"], objs["ServiceMonitor/asya-sync"]
+			if svc == nil || sm == nil {
+				t.Fatalf("no Service or ServiceMonitor in %v", keys(objs))
+			}
+			ports := map[string]obj{}
+			for _, p := range field(svc, "spec", "ports").([]any) {
+				ports[str(p.(obj), "name")] = p.(obj)
+			}
+			endpoints, _ := field(sm, "spec", "endpoints").([]any)
+			if len(endpoints) == 0 {
+				t.Fatalf("ServiceMonitor has no endpoints: %s", mustJSON(sm["spec"]))
+			}
+			for _, e := range endpoints {
+				name := str(e.(obj), "port")
+				p, ok := ports[name]
+				switch {
+				case !ok:
+					t.Errorf("ServiceMonitor scrapes port %q; the Service has %v", name, keys(ports))
+				case str(p, "targetPort") != "metrics":
+					t.Errorf("ServiceMonitor scrapes port %q, which targets the container's %q port, not metrics", name, str(p, "targetPort"))
+				}
+			}
+		})
 	}
 }
 
