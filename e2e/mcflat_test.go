@@ -1,0 +1,118 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestMetacontrollerFlatActor runs an upstream 1.x manifest (most of the
+// flat fields set) through the real Metacontroller: the children are
+// created, a spec change reaches the Deployment, and after each step its
+// lists (containers, init containers, volumes, env) hold exactly what
+// asya-sync built, none merged into another by Metacontroller's apply.
+// The actor is then finalized. Like TestMetacontrollerCost it runs only
+// with ASYA_METACONTROLLER_BIN.
+func TestMetacontrollerFlatActor(t *testing.T) {
+	bin := needMetacontroller(t)
+	ctx := ctxFor(t, 5*time.Minute)
+	k := env.cluster.client
+	ccGVR, err := k.byKind(ctx, "metacontroller.k8s.io/v1alpha1", "CompositeController")
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := "flat-" + env.runID
+	mc, err := mcStart(t, bin, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer mc.stop(10 * time.Second)
+	defer k.delete(context.Background(), ccGVR, "", id)
+	extra := "flatActors: {transport: rabbitmq}\n"
+	url := startExtraService(t, id, env.syncBin, mcConfig+extra, nil)
+	v := mcVariant{name: "flat", hook: &mcService{bin: env.syncBin, chart: filepath.Join(env.root, "chart"), extra: extra}}
+	if _, err := k.apply(ctx, v.compositeController(t, id, url), "e2e"); err != nil {
+		t.Fatal(err)
+	}
+
+	ns := "mc-" + id
+	ensureNamespace(t, ctx, ns, true)
+	a := loadActor(t, filepath.Join(env.root, "e2e", "testdata", "actors", "flat-1x.yaml"), ns)
+	name := str(a, "metadata", "name")
+	if _, err := k.create(ctx, a, false); err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		k.delete(context.Background(), actorGVR(), ns, name)
+		if _, err := mcGone(context.Background(), ns); err != nil {
+			t.Errorf("the actor was not finalized: %v", err)
+		}
+	}()
+	want := "containers asya-runtime,exporter,asya-sidecar; init fetch-model; volumes models,socket-dir,tmp,asya-runtime"
+	awaitFlatDeployment(t, ctx, mc, ns, name, want, "MODEL=small")
+
+	// A spec change, as kubectl apply makes it: the new variable reaches
+	// the runtime and nothing else in the lists moves.
+	env0 := field(a, "spec", "env").([]any)
+	mapAt(a, "spec")["env"] = append(env0, obj{"name": "MODE", "value": "fast"})
+	if _, err := k.apply(ctx, a, "e2e"); err != nil {
+		t.Fatal(err)
+	}
+	awaitFlatDeployment(t, ctx, mc, ns, name, want, "MODEL=small,MODE=fast")
+	if phase := str(getActor(t, ctx, ns, name), "status", "phase"); phase == "" {
+		t.Errorf("status has no phase: %s", mustJSON(getActor(t, ctx, ns, name)["status"]))
+	}
+}
+
+// awaitFlatDeployment waits until the actor's Deployment has the lists
+// want describes and its runtime the user variables vars (name=value, in
+// order).
+func awaitFlatDeployment(t *testing.T, ctx context.Context, mc *mcProcess, ns, name, want, vars string) {
+	t.Helper()
+	var got string
+	err := waitUntilEvery(ctx, 90*time.Second, time.Second, func() bool {
+		d, err := env.cluster.client.get(ctx, gvr{APIVersion: "apps/v1", Resource: "deployments", Kind: "Deployment", Namespaced: true}, ns, name)
+		if err != nil {
+			got = err.Error()
+			return false
+		}
+		got = flatLayout(d)
+		return got == want+"; runtime env "+vars
+	})
+	if err != nil {
+		t.Fatalf("Deployment %s/%s: %s, want %s; runtime env %s\n%s", ns, name, got, want, vars, mc.tail(20))
+	}
+}
+
+// flatLayout names what a flat actor's Deployment holds, in order.
+func flatLayout(d obj) string {
+	spec := mapAt(d, "spec", "template", "spec")
+	names := func(key string) string {
+		var out []string
+		items, _ := spec[key].([]any)
+		for _, it := range items {
+			out = append(out, fmt.Sprint(it.(obj)["name"]))
+		}
+		return strings.Join(out, ",")
+	}
+	var vars []string
+	containers, _ := spec["containers"].([]any)
+	for _, c := range containers {
+		if c.(obj)["name"] != "asya-runtime" {
+			continue
+		}
+		for _, e := range c.(obj)["env"].([]any) {
+			if n := fmt.Sprint(e.(obj)["name"]); slices.Contains([]string{"MODEL", "MODE"}, n) {
+				vars = append(vars, n+"="+fmt.Sprint(e.(obj)["value"]))
+			}
+		}
+	}
+	return fmt.Sprintf("containers %s; init %s; volumes %s; runtime env %s",
+		names("containers"), names("initContainers"), names("volumes"), strings.Join(vars, ","))
+}
