@@ -3,7 +3,10 @@
 package main
 
 import (
+	"errors"
+	"flag"
 	"fmt"
+	"io"
 	"os"
 
 	"github.com/asya-sh/asya-sync/internal/version"
@@ -18,6 +21,8 @@ Usage:
                    [--max-concurrent-syncs N] [--hook-timeout DURATION]
                    [--actor-status-window DURATION]
   asya-sync render -f ACTOR.yaml [--config FILE]
+                   without a configuration, one RabbitMQ transport
+                   "rabbitmq" on 127.0.0.1 (guest); touches no broker
   asya-sync write-runtime FILE     writes the embedded runtime script
   asya-sync version                (also --version)
 
@@ -34,30 +39,41 @@ the flags with their defaults.
 `
 
 func main() {
-	if len(os.Args) < 2 {
-		fmt.Fprint(os.Stderr, usage)
-		os.Exit(2)
+	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+}
+
+// run runs the command of args and returns the process's exit code: 0 on
+// success and after -h (the flags were asked for), 2 without a command, 1
+// on any error.
+func run(args []string, stdout, stderr io.Writer) int {
+	if len(args) < 1 {
+		fmt.Fprint(stderr, usage)
+		return 2
 	}
 	var err error
-	switch os.Args[1] {
+	switch args[0] {
 	case "serve":
-		err = runServe(os.Args[2:])
+		err = runServe(args[1:], stderr)
 	case "render":
-		err = runRender(os.Args[2:], os.Stdout)
+		err = runRender(args[1:], stdout, stderr)
 	case "write-runtime":
-		err = runWriteRuntime(os.Args[2:])
+		err = runWriteRuntime(args[1:])
 	case "version", "--version":
-		fmt.Println(version.Get())
-		return
+		fmt.Fprintln(stdout, version.Get())
+		return 0
 	case "-h", "--help", "help":
-		fmt.Print(usage)
-		return
+		fmt.Fprint(stdout, usage)
+		return 0
 	default:
-		err = fmt.Errorf("unknown command %q\n\n%s", os.Args[1], usage)
+		err = fmt.Errorf("unknown command %q\n\n%s", args[0], usage)
 	}
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "asya-sync:", err)
-		os.Exit(1)
+	switch {
+	case err == nil, errors.Is(err, flag.ErrHelp):
+		// The flag set printed the flags that -h asked for.
+		return 0
+	default:
+		fmt.Fprintln(stderr, "asya-sync:", err)
+		return 1
 	}
 }
 

@@ -20,10 +20,32 @@ import (
 	hooksync "github.com/asya-sh/asya-sync/sync"
 )
 
-func runRender(args []string, out io.Writer) error {
+// builtinRenderConfig is the configuration of render without --config:
+// one RabbitMQ transport on the local broker, as examples/config.yaml has
+// on a cluster's. Render touches no broker, so only the names matter.
+const builtinRenderConfig = `transports:
+  rabbitmq:
+    type: rabbitmq
+    config: {host: 127.0.0.1, username: guest}
+`
+
+func runRender(args []string, out, stderr io.Writer) error {
 	fs := flag.NewFlagSet("render", flag.ContinueOnError)
+	fs.SetOutput(stderr)
 	file := fs.String("f", "", "AsyncActor YAML file, - for standard input")
-	configPath := fs.String("config", os.Getenv("ASYA_SYNC_CONFIG"), "service configuration file")
+	configPath := fs.String("config", os.Getenv("ASYA_SYNC_CONFIG"),
+		"service configuration file; without one, a single RabbitMQ transport \"rabbitmq\" on 127.0.0.1 as guest")
+	fs.Usage = func() {
+		fmt.Fprint(fs.Output(), `Usage: asya-sync render -f ACTOR.yaml [--config FILE]
+
+Writes the children a sync would return for each actor, as a YAML stream,
+touching no broker. Without --config (or $ASYA_SYNC_CONFIG) the service
+configuration is one RabbitMQ transport named "rabbitmq" on 127.0.0.1 with
+the user guest; actors naming another transport need a --config.
+
+`)
+		fs.PrintDefaults()
+	}
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -42,12 +64,15 @@ func runRender(args []string, out io.Writer) error {
 }
 
 func renderHandler(configPath string) (*hooksync.Handler, error) {
-	cfg := &config.Config{}
+	var cfg *config.Config
+	var err error
 	if configPath != "" {
-		var err error
-		if cfg, err = config.Load(configPath); err != nil {
-			return nil, err
-		}
+		cfg, err = config.Load(configPath)
+	} else {
+		cfg, err = config.Parse([]byte(builtinRenderConfig))
+	}
+	if err != nil {
+		return nil, err
 	}
 	script, err := runtimeScript(cfg)
 	if err != nil {

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"io"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -13,7 +14,7 @@ import (
 
 func TestRenderExample(t *testing.T) {
 	var out bytes.Buffer
-	if err := runRender([]string{"-f", "../../examples/hello-actor.yaml", "--config", "../../examples/config.yaml"}, &out); err != nil {
+	if err := runRender([]string{"-f", "../../examples/hello-actor.yaml", "--config", "../../examples/config.yaml"}, &out, io.Discard); err != nil {
 		t.Fatal(err)
 	}
 	// The script changes independently of render; pin it down by name only.
@@ -50,7 +51,7 @@ spec:
 	}
 	t.Setenv("ASYA_RUNTIME_SCRIPT_PATH", writeFile(t, dir, "runtime.py", "# runtime\n"))
 	var out bytes.Buffer
-	if err := runRender([]string{"-f", path, "--config", "../../examples/config.yaml"}, &out); err != nil {
+	if err := runRender([]string{"-f", path, "--config", "../../examples/config.yaml"}, &out, io.Discard); err != nil {
 		t.Fatal(err)
 	}
 	golden.Bytes(t, "testdata/render-stream.yaml", out.Bytes())
@@ -74,7 +75,7 @@ func TestRenderRejects(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			path := writeFile(t, dir, "actor.yaml", tt.doc)
 			var out bytes.Buffer
-			err := runRender([]string{"-f", path, "--config", "../../examples/config.yaml"}, &out)
+			err := runRender([]string{"-f", path, "--config", "../../examples/config.yaml"}, &out, io.Discard)
 			if err == nil || !strings.Contains(err.Error(), tt.want) {
 				t.Errorf("error = %v, want it to contain %q", err, tt.want)
 			}

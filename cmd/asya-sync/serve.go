@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"flag"
+	"io"
 	stdlog "log"
 	"net"
 	"net/http"
@@ -31,9 +32,11 @@ type serveFlags struct {
 	files                             credentialFiles
 }
 
-func parseServeFlags(args []string) (serveFlags, error) {
+func parseServeFlags(args []string, stderr io.Writer) (serveFlags, error) {
 	var f serveFlags
-	if err := serveFlagSet(&f).Parse(args); err != nil {
+	fs := serveFlagSet(&f)
+	fs.SetOutput(stderr)
+	if err := fs.Parse(args); err != nil {
 		return f, err
 	}
 	if f.configPath == "" {
@@ -61,8 +64,8 @@ func serveFlagSet(f *serveFlags) *flag.FlagSet {
 	return fs
 }
 
-func runServe(args []string) error {
-	f, err := parseServeFlags(args)
+func runServe(args []string, stderr io.Writer) error {
+	f, err := parseServeFlags(args, stderr)
 	if err != nil {
 		return err
 	}

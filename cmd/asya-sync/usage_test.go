@@ -2,6 +2,7 @@ package main
 
 import (
 	"flag"
+	"io"
 	"strings"
 	"testing"
 )
@@ -18,5 +19,46 @@ func TestUsageNamesEveryServeFlag(t *testing.T) {
 	})
 	if n == 0 {
 		t.Fatal("serve defines no flag")
+	}
+}
+
+// TestHelpExitsZero: -h asks for the flags, so printing them is success.
+func TestHelpExitsZero(t *testing.T) {
+	t.Setenv("ASYA_SYNC_CONFIG", "")
+	for _, args := range [][]string{{"serve", "-h"}, {"serve", "--help"}, {"render", "-h"}, {"help"}} {
+		var stdout, stderr strings.Builder
+		if code := run(args, &stdout, &stderr); code != 0 {
+			t.Errorf("asya-sync %s: exit %d, want 0\n%s", strings.Join(args, " "), code, stderr.String())
+		}
+		if !strings.Contains(stdout.String()+stderr.String(), "-config") {
+			t.Errorf("asya-sync %s prints no flags:\n%s%s", strings.Join(args, " "), stdout.String(), stderr.String())
+		}
+	}
+	// A wrong flag is still an error.
+	if code := run([]string{"serve", "--no-such-flag"}, io.Discard, io.Discard); code != 1 {
+		t.Errorf("asya-sync serve --no-such-flag: exit %d, want 1", code)
+	}
+}
+
+// TestRenderWithoutConfig: without --config, render uses its built-in
+// configuration (one RabbitMQ transport on 127.0.0.1) and says so in -h.
+func TestRenderWithoutConfig(t *testing.T) {
+	t.Setenv("ASYA_SYNC_CONFIG", "")
+	var stdout, stderr strings.Builder
+	if code := run([]string{"render", "-f", "../../examples/hello-actor.yaml"}, &stdout, &stderr); code != 0 {
+		t.Fatalf("asya-sync render without --config: exit %d\n%s", code, stderr.String())
+	}
+	for _, want := range []string{"kind: Deployment", "name: ASYA_RABBITMQ_HOST\n          value: 127.0.0.1"} {
+		if !strings.Contains(stdout.String(), want) {
+			t.Errorf("render without --config lacks %q:\n%s", want, stdout.String())
+		}
+	}
+	stderr.Reset()
+	run([]string{"render", "-h"}, io.Discard, &stderr)
+	if !strings.Contains(stderr.String(), `RabbitMQ transport named "rabbitmq" on 127.0.0.1`) {
+		t.Errorf("render -h does not say what runs without --config:\n%s", stderr.String())
+	}
+	if !strings.Contains(usage, "without a configuration") {
+		t.Errorf("the usage text does not say what render does without --config")
 	}
 }
