@@ -276,6 +276,53 @@ func TestHelmTemplatePlainHTTP(t *testing.T) {
 	}
 }
 
+// TestHelmTokenOffWithTLS: turning the token off while TLS stays on is
+// refused with a message naming the acknowledgement; acknowledged, the
+// chart passes it to the service, which starts; with mutual TLS the token
+// may be off.
+func TestHelmTokenOffWithTLS(t *testing.T) {
+	out, err := env.helm("template", "asya-sync", "./chart", "--set", "hooks.auth.token.enabled=false")
+	if err == nil || !strings.Contains(out, "hooks.auth.allowUnauthenticated=true") {
+		t.Errorf("token off with TLS on: err %v, want a failure naming hooks.auth.allowUnauthenticated\n%s", err, out)
+	}
+
+	objs := renderChart(t, "asya-system", "--set", "hooks.auth.token.enabled=false", "--set", "hooks.auth.allowUnauthenticated=true")
+	c := mapAt(objs["Deployment/asya-sync"], "spec", "template", "spec")["containers"].([]any)[0].(obj)
+	var args []string
+	for _, a := range c["args"].([]any) {
+		args = append(args, a.(string))
+	}
+	if !slices.Contains(args, "--allow-unauthenticated") || slices.Contains(args, "--auth-token-file") || !slices.Contains(args, "--tls-cert-file") {
+		t.Errorf("acknowledged: the service's args %v, want --tls-cert-file and --allow-unauthenticated, no --auth-token-file", args)
+	}
+	if wh := mapAt(objs["CompositeController/asya-sync"], "spec", "hooks", "sync", "webhook"); wh["authorization"] != nil || wh["caBundle"] == nil {
+		t.Errorf("acknowledged: webhook %s, want caBundle and no authorization", mustJSON(wh))
+	}
+	// The service takes the chart's arguments past its own check, and
+	// refuses them without the acknowledgement.
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "config.yaml")
+	if err := os.WriteFile(cfg, []byte(str(objs["ConfigMap/asya-sync"], "data", "config.yaml")), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	serve := func(extra ...string) string {
+		cmd := exec.Command(env.syncBin, append([]string{"serve", "--config", cfg, "--listen", "127.0.0.1:1",
+			"--tls-cert-file", filepath.Join(dir, "missing.crt"), "--tls-key-file", filepath.Join(dir, "missing.key")}, extra...)...)
+		cmd.Env = append(os.Environ(), "ASYA_SYNC_CONFIG=", "ASYA_SYNC_AUTH_TOKEN_FILE=", "ASYA_SYNC_CLIENT_CA_FILE=", "ASYA_SYNC_ALLOW_UNAUTHENTICATED=")
+		out, _ := cmd.CombinedOutput()
+		return string(out)
+	}
+	if out := serve(); !strings.Contains(out, "--allow-unauthenticated") {
+		t.Errorf("the service starts HTTPS hooks without auth:\n%s", out)
+	}
+	if out := serve("--allow-unauthenticated"); strings.Contains(out, "accept calls from anyone") || !strings.Contains(out, "missing.crt") {
+		t.Errorf("acknowledged, the service still refuses, or fails elsewhere than on the missing certificate:\n%s", out)
+	}
+
+	renderChart(t, "asya-system", "--set", "hooks.auth.token.enabled=false", "--set", "hooks.auth.mtls.enabled=true",
+		"--set", "hooks.auth.mtls.clientCASecret=ca", "--set", "hooks.auth.mtls.clientCertSecret=client")
+}
+
 func jsonValue(s string) any {
 	var v any
 	if err := json.Unmarshal([]byte(s), &v); err != nil {

@@ -92,6 +92,9 @@ app.kubernetes.io/part-of: asya
 {{- if and $h.tls.certManager.enabled (not $h.tls.certManager.issuerRef.name) -}}
 {{- fail "hooks.tls.certManager.issuerRef.name is required with hooks.tls.certManager.enabled" -}}
 {{- end -}}
+{{- if and $h.tls.enabled (not $h.auth.token.enabled) (not $h.auth.mtls.enabled) (not $h.auth.allowUnauthenticated) -}}
+{{- fail "hooks.auth.token.enabled=false with hooks.tls.enabled=true leaves the hooks, /finalize (which deletes queues) included, open to anyone who reaches the Service: keep hooks.auth.token.enabled=true, or enable hooks.auth.mtls, or set hooks.auth.allowUnauthenticated=true to accept it (plain HTTP: hooks.tls.enabled=false as well)" -}}
+{{- end -}}
 {{- if $h.auth.mtls.enabled -}}
 {{- if not $h.tls.enabled -}}
 {{- fail "hooks.auth.mtls.enabled needs hooks.tls.enabled" -}}

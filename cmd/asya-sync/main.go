@@ -17,7 +17,8 @@ const usage = `asya-sync runs AsyncActors through Metacontroller hooks.
 Usage:
   asya-sync serve  [--config FILE] [--listen ADDR] [--metrics-listen ADDR]
                    [--tls-cert-file FILE --tls-key-file FILE [--client-ca-file FILE]]
-                   [--auth-token-file FILE] [--max-body-bytes N]
+                   [--auth-token-file FILE] [--allow-unauthenticated]
+                   [--max-body-bytes N]
                    [--max-concurrent-syncs N] [--hook-timeout DURATION]
                    [--actor-status-window DURATION]
   asya-sync render -f ACTOR.yaml [--config FILE]
@@ -31,7 +32,9 @@ replaces the embedded runtime script. The credential files default to
 $ASYA_SYNC_TLS_CERT_FILE, $ASYA_SYNC_TLS_KEY_FILE, $ASYA_SYNC_CLIENT_CA_FILE and
 $ASYA_SYNC_AUTH_TOKEN_FILE, and are read again when they change. Hook calls
 without the token or client certificate get 401; /healthz, /readyz and
-/metrics stay open. --max-body-bytes (8 MiB) bounds a hook request;
+/metrics stay open. HTTPS with neither a token nor a client CA is refused
+unless --allow-unauthenticated ($ASYA_SYNC_ALLOW_UNAUTHENTICATED=true)
+acknowledges that anyone may call the hooks. --max-body-bytes (8 MiB) bounds a hook request;
 --max-concurrent-syncs (GOMAXPROCS; 0: no limit) bounds the syncs computing
 at once. --hook-timeout (Metacontroller's webhook timeout, 10s) and
 --actor-status-window (10m) shape metrics only. "asya-sync serve -h" lists

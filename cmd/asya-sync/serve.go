@@ -30,6 +30,9 @@ type serveFlags struct {
 	hookTimeout, actorWindow          time.Duration
 	maxSyncs                          int
 	files                             credentialFiles
+	// allowUnauthenticated acknowledges HTTPS hooks that check no caller
+	// (no token, no client CA): without it serve refuses to start so.
+	allowUnauthenticated bool
 }
 
 func parseServeFlags(args []string, stderr io.Writer) (serveFlags, error) {
@@ -42,7 +45,26 @@ func parseServeFlags(args []string, stderr io.Writer) (serveFlags, error) {
 	if f.configPath == "" {
 		return f, errors.New("serve needs --config or ASYA_SYNC_CONFIG")
 	}
+	if err := f.checkAuth(); err != nil {
+		return f, err
+	}
 	return f, nil
+}
+
+// checkAuth refuses HTTPS hooks that check no caller unless acknowledged.
+// HTTPS says the hooks were meant to be protected; without a token or a
+// client CA anyone who reaches the Service may call /finalize, which
+// deletes queues, so turning the token off alone is taken for a mistake.
+// Plain HTTP without either is the documented opt-out (a mesh or a
+// NetworkPolicy guards the hooks) and only logs a warning.
+func (f serveFlags) checkAuth() error {
+	if f.files.tls() && !f.files.authenticates() && !f.allowUnauthenticated {
+		return errors.New("HTTPS hooks without --auth-token-file or --client-ca-file accept calls from anyone, " +
+			"including /finalize, which deletes queues: give a token file (chart: hooks.auth.token.enabled=true) " +
+			"or a client CA (hooks.auth.mtls), or acknowledge it with --allow-unauthenticated or " +
+			"ASYA_SYNC_ALLOW_UNAUTHENTICATED=true (chart: hooks.auth.allowUnauthenticated=true)")
+	}
+	return nil
 }
 
 // serveFlagSet defines the serve command's flags into f; the usage text
@@ -61,6 +83,8 @@ func serveFlagSet(f *serveFlags) *flag.FlagSet {
 	fs.StringVar(&f.files.keyFile, "tls-key-file", os.Getenv("ASYA_SYNC_TLS_KEY_FILE"), "private key of --tls-cert-file")
 	fs.StringVar(&f.files.clientCAFile, "client-ca-file", os.Getenv("ASYA_SYNC_CLIENT_CA_FILE"), "require hook calls to present a client certificate signed by this CA")
 	fs.StringVar(&f.files.tokenFile, "auth-token-file", os.Getenv("ASYA_SYNC_AUTH_TOKEN_FILE"), "require hook calls to present Authorization: Bearer <the file's content>")
+	fs.BoolVar(&f.allowUnauthenticated, "allow-unauthenticated", os.Getenv("ASYA_SYNC_ALLOW_UNAUTHENTICATED") == "true",
+		"serve HTTPS hooks without --auth-token-file or --client-ca-file: anyone who reaches them may call /finalize, which deletes queues")
 	return fs
 }
 

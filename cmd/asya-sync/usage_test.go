@@ -62,3 +62,40 @@ func TestRenderWithoutConfig(t *testing.T) {
 		t.Errorf("the usage text does not say what render does without --config")
 	}
 }
+
+// TestServeRefusesHTTPSWithoutAuth: HTTPS hooks that check no caller are
+// refused at start unless acknowledged; plain HTTP without either stays
+// the documented opt-out.
+func TestServeRefusesHTTPSWithoutAuth(t *testing.T) {
+	for _, env := range []string{"ASYA_SYNC_TLS_CERT_FILE", "ASYA_SYNC_TLS_KEY_FILE", "ASYA_SYNC_CLIENT_CA_FILE",
+		"ASYA_SYNC_AUTH_TOKEN_FILE", "ASYA_SYNC_ALLOW_UNAUTHENTICATED"} {
+		t.Setenv(env, "")
+	}
+	tls := []string{"--config", "c.yaml", "--tls-cert-file", "tls.crt", "--tls-key-file", "tls.key"}
+	for _, tc := range []struct {
+		name    string
+		args    []string
+		env     string
+		refused bool
+	}{
+		{"https without auth", tls, "", true},
+		{"https with a token", append(tls, "--auth-token-file", "token"), "", false},
+		{"https with a client CA", append(tls, "--client-ca-file", "ca.crt"), "", false},
+		{"https acknowledged by flag", append(tls, "--allow-unauthenticated"), "", false},
+		{"https acknowledged by env", tls, "true", false},
+		{"plain http without auth", []string{"--config", "c.yaml"}, "", false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Setenv("ASYA_SYNC_ALLOW_UNAUTHENTICATED", tc.env)
+			_, err := parseServeFlags(tc.args, io.Discard)
+			switch {
+			case tc.refused && err == nil:
+				t.Errorf("accepted")
+			case tc.refused && !strings.Contains(err.Error(), "--allow-unauthenticated"):
+				t.Errorf("the refusal does not say how to acknowledge it: %v", err)
+			case !tc.refused && err != nil:
+				t.Errorf("refused: %v", err)
+			}
+		})
+	}
+}
