@@ -72,6 +72,9 @@ type Transport struct {
 // DefaultQueueCacheTTL is queueCacheTTL when the key is absent (docs/design.md#service-configuration).
 const DefaultQueueCacheTTL = 5 * time.Minute
 
+// MinQueueCacheTTL is the shortest queueCacheTTL accepted.
+const MinQueueCacheTTL = time.Second
+
 // SidecarUID is the numeric id of the user the published sidecar image
 // runs as. The image names its user (app), and the kubelet can verify
 // runAsNonRoot only for a numeric id.
@@ -154,6 +157,13 @@ func Parse(data []byte) (*Config, error) {
 	if raw.QueueCacheTTL != nil {
 		if raw.QueueCacheTTL.Duration < 0 {
 			return nil, fmt.Errorf("queueCacheTTL: must not be negative")
+		}
+		// Below a second the cache holds nothing from one sync to the
+		// next: every sync calls the broker, and every actor with traffic
+		// writes new message counts into its status each time.
+		if raw.QueueCacheTTL.Duration < MinQueueCacheTTL {
+			return nil, fmt.Errorf("queueCacheTTL: %s is less than %s: every sync would call the broker and rewrite the status of every actor with messages; leave it out for %s",
+				raw.QueueCacheTTL.Duration, MinQueueCacheTTL, DefaultQueueCacheTTL)
 		}
 		cfg.QueueCacheTTL = *raw.QueueCacheTTL
 	}

@@ -76,6 +76,11 @@ func TestParseErrorsNameTheKey(t *testing.T) {
 		{"create queues left alone", "transports: {r: {type: rabbitmq, config: {host: h, queues: {manage: false, autoCreate: true}}}}", "transports.r.config.queues.autoCreate: true contradicts queues.manage: false"},
 		{"negative ttl", "queueCacheTTL: -1m", "queueCacheTTL: must not be negative"},
 		{"bad ttl", "queueCacheTTL: soon", "soon"},
+		{"zero ttl", "queueCacheTTL: '0'", "queueCacheTTL: 0s is less than 1s: every sync would call the broker"},
+		{"zero ttl with unit", "queueCacheTTL: 0s", "queueCacheTTL: 0s is less than 1s"},
+		{"ttl below a second", "queueCacheTTL: 500ms", "queueCacheTTL: 500ms is less than 1s"},
+		{"retry count on rabbitmq", "transports: {r: {type: rabbitmq, config: {host: h, queues: {dlq: {enabled: true, maxRetryCount: 5}}}}}",
+			"transports.r.config.queues.dlq.maxRetryCount: 5 does nothing on RabbitMQ, whose classic queues count no deliveries"},
 		{"unknown watch key", "watch: {hpas: false}", `unknown field "hpas"`},
 		{"unknown runtime delivery", "runtimeDelivery: inline", `runtimeDelivery: "inline" is not configMap, podTemplate or initContainer`},
 		{"init container without image", "runtimeDelivery: initContainer", "runtimeImage: required with runtimeDelivery initContainer"},
@@ -154,5 +159,16 @@ func TestSidecarSecurityContext(t *testing.T) {
 	}
 	if _, err := Parse([]byte("sidecarSecurityContext: {runAsRoot: false}")); err == nil || !strings.Contains(err.Error(), `unknown field "runAsRoot"`) {
 		t.Errorf("unknown key: error = %v, want unknown field", err)
+	}
+}
+
+// TestRabbitMQRetryCountDefault: the chart's default values set
+// maxRetryCount 3 under the RabbitMQ transport, which stays valid.
+func TestRabbitMQRetryCountDefault(t *testing.T) {
+	if _, err := Parse([]byte("transports: {r: {type: rabbitmq, config: {host: h, queues: {dlq: {enabled: false, maxRetryCount: 3}}}}}")); err != nil {
+		t.Errorf("maxRetryCount 3 on RabbitMQ: %v", err)
+	}
+	if _, err := Parse([]byte("queueCacheTTL: 1s")); err != nil {
+		t.Errorf("queueCacheTTL 1s: %v", err)
 	}
 }

@@ -72,6 +72,15 @@ func (s *Settings) Check() error {
 	if err := s.PasswordSecretRef.Check("passwordSecretRef"); err != nil {
 		return err
 	}
+	// RabbitMQ's classic queues count no deliveries: a message the sidecar
+	// rejects is dead-lettered at once, and one it requeues comes back
+	// without end. A retry count would only look like it works; the
+	// default, which every kind shares, is accepted so that a value
+	// written for another kind or by a chart's defaults still loads.
+	if n := s.Queues.DLQ.MaxRetryCount; n != 0 && n != transport.DefaultMaxRetryCount {
+		return fmt.Errorf("queues.dlq.maxRetryCount: %d does nothing on RabbitMQ, whose classic queues count no deliveries "+
+			"(a rejected message goes to the DLQ at once); leave it out", n)
+	}
 	if err := s.Queues.Check(); err != nil {
 		return err
 	}
