@@ -14,10 +14,12 @@ import (
 )
 
 // AnnotationQueueDeletionPolicy set to PolicyRetain keeps the queue when
-// the actor is deleted.
+// the actor is deleted; set to PolicyDelete it deletes a queue asya-sync
+// did not create (queues.autoCreate: false), which is otherwise kept.
 const (
 	AnnotationQueueDeletionPolicy = "asya.sh/queue-deletion-policy"
 	PolicyRetain                  = "Retain"
+	PolicyDelete                  = "Delete"
 )
 
 // released is the state of a queue that is gone or kept on purpose: the
@@ -38,6 +40,9 @@ type Claim struct {
 	// Unmanaged: the transport leaves its queues alone (queues.manage:
 	// false).
 	Unmanaged bool
+	// NotCreated: the transport does not create its queues
+	// (queues.autoCreate: false), so someone else provisioned this one.
+	NotCreated bool
 	// Shared: the queue is the namespace's sink or sump, which every flat
 	// actor of the namespace routes to; it outlives the actor.
 	Shared bool
@@ -70,7 +75,9 @@ func Release(ctx context.Context, c Claim, brokers transport.Lookup) status.Queu
 }
 
 // Kept says why the queue stays, if it does: the transport does not
-// manage its queues, the actor asks to retain it, another actor of the
+// manage its queues, or does not create them (asya-sync never deletes a
+// queue it did not create, unless the actor's deletion policy says
+// Delete), the actor asks to retain it, another actor of the
 // same name on the same transport owns it or will as
 // soon as this one is gone and gets it with its messages, or the request
 // cannot tell whether such an actor exists.
@@ -92,6 +99,11 @@ func Kept(c Claim) (status.QueueState, bool) {
 	case !c.Mine:
 		return status.QueueState{Ready: true, Reason: "QueueKept", Message: fmt.Sprintf(
 			"queue %s is left, messages and all, to AsyncActor %s, which owns it", queue, c.Owner)}, true
+	case c.NotCreated && c.Actor.Annotations[AnnotationQueueDeletionPolicy] != PolicyDelete:
+		return status.QueueState{Ready: true, Reason: "QueueKept", Message: fmt.Sprintf(
+			"queue %s is left as it is, messages and all: transport %q does not create its queues (queues.autoCreate: false), "+
+				"so asya-sync did not create it and does not delete it; annotate the actor %s: %s to have it deleted",
+			queue, c.Actor.Spec.Transport, AnnotationQueueDeletionPolicy, PolicyDelete)}, true
 	}
 	return status.QueueState{}, false
 }

@@ -27,6 +27,10 @@ func TestKept(t *testing.T) {
 		{"another actor owns it", Claim{Actor: actor(nil), Owner: other}, true, "QueueKept"},
 		{"keyed by name: cannot tell", Claim{Actor: actor(nil), Mine: true, KeyedByName: true}, true, "QueueKept"},
 		{"the transport leaves queues alone", Claim{Actor: actor(nil), Mine: true, Unmanaged: true}, true, "QueueKept"},
+		{"the transport does not create queues: not asya-sync's to delete", Claim{Actor: actor(nil), Mine: true, NotCreated: true}, true, "QueueKept"},
+		{"not created, the actor says delete", Claim{Actor: actor(map[string]string{AnnotationQueueDeletionPolicy: PolicyDelete}), Mine: true, NotCreated: true}, false, ""},
+		{"not created, retained", Claim{Actor: actor(retain), Mine: true, NotCreated: true}, true, ""},
+		{"not created, another actor owns it", Claim{Actor: actor(nil), Owner: other, NotCreated: true}, true, "QueueKept"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -131,7 +131,8 @@ func (h *Handler) claim(a *assessment) finalize.Claim {
 	flat := h.Config.FlatActors
 	return finalize.Claim{Actor: a.actor, Owner: a.owner, Mine: !a.standby,
 		KeyedByName: a.req.Related.AsyncActors.KeyedByName(), Unmanaged: !a.transport.Kind.ManageQueues(),
-		Shared: a.actor.Spec.Generation == v1alpha1.Flat && (a.actor.Spec.Actor == flat.Sink || a.actor.Spec.Actor == flat.Sump)}
+		NotCreated: a.transport.Kind.ManageQueues() && !a.transport.Kind.AutoCreateQueues(),
+		Shared:     a.actor.Spec.Generation == v1alpha1.Flat && (a.actor.Spec.Actor == flat.Sink || a.actor.Spec.Actor == flat.Sump)}
 }
 
 // kedaMissing: Metacontroller sent no ScaledObject group, so the cluster

@@ -34,6 +34,10 @@ type Kind interface {
 	// ManageQueues reports whether asya-sync creates and deletes the
 	// transport's queues (queues.manage); the embedded Queues provides it.
 	ManageQueues() bool
+	// AutoCreateQueues reports whether asya-sync creates missing queues
+	// (queues.autoCreate, under queues.manage); a queue it does not create
+	// it does not delete either.
+	AutoCreateQueues() bool
 	// Open returns the broker client of the transport called name. It
 	// connects lazily.
 	Open(name string, opts Options) (Broker, error)
