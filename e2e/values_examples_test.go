@@ -6,6 +6,7 @@ import (
 	"encoding/base64"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -13,6 +14,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"sigs.k8s.io/yaml"
 
 	"github.com/asya-sh/asya-sync/internal/testenv"
 )
@@ -195,6 +197,44 @@ func TestExampleValues(t *testing.T) {
 				if sqsQueueExists(t, ctx, queue) {
 					t.Errorf("queue %s left after the actor was deleted", queue)
 				}
+			}
+		})
+	}
+}
+
+// TestExampleValuesOnlyTheirTransports: each transport values file leaves
+// in the service configuration only the transports it names, not the
+// chart's default RabbitMQ transport; an actor on a transport the file
+// does not configure is told so, rather than failing to reach a broker.
+func TestExampleValuesOnlyTheirTransports(t *testing.T) {
+	for file, want := range map[string][]string{
+		"values-rabbitmq.yaml": {"rabbitmq"},
+		"values-sqs-irsa.yaml": {"sqs"},
+	} {
+		t.Run(file, func(t *testing.T) {
+			objs := renderChart(t, "asya-system", "-f", "examples/"+file)
+			cfg := str(objs["ConfigMap/asya-sync"], "data", "config.yaml")
+			var parsed struct {
+				Transports map[string]any `json:"transports"`
+			}
+			if err := yaml.Unmarshal([]byte(cfg), &parsed); err != nil {
+				t.Fatalf("config.yaml: %v\n%s", err, cfg)
+			}
+			if got := keys(parsed.Transports); !slices.Equal(got, want) {
+				t.Errorf("transports %v, want %v:\n%s", got, want, cfg)
+			}
+			if slices.Contains(want, "rabbitmq") {
+				return
+			}
+			path := filepath.Join(t.TempDir(), "config.yaml")
+			if err := os.WriteFile(path, []byte(cfg), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			cmd := exec.Command(env.syncBin, "render", "-f", filepath.Join(env.root, "examples", "hello-actor.yaml"), "--config", path)
+			cmd.Env = append(os.Environ(), "ASYA_SYNC_CONFIG=")
+			out, err := cmd.CombinedOutput()
+			if err == nil || !strings.Contains(string(out), `transport "rabbitmq" is not configured`) {
+				t.Errorf("a RabbitMQ actor on %s: %v\n%s", file, err, out)
 			}
 		})
 	}
