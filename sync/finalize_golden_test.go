@@ -16,15 +16,11 @@ import (
 
 // Golden cases live in testdata/finalize/<case>/: description.txt (one
 // line), request.json, response.json, calls.json (the queue operations the
-// finalize made) and optionally world.json (what the broker answers). They
-// share the service configuration of the sync cases.
+// finalize made) and optionally world.json (what the broker answers) and
+// config.yaml (else the service configuration of the sync cases).
 const finalizeCasesDir = "../testdata/finalize"
 
 func TestFinalizeGolden(t *testing.T) {
-	cfg, err := config.Load("../testdata/sync/config.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
 	now := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
 	dirs, err := filepath.Glob(filepath.Join(finalizeCasesDir, "*", "request.json"))
 	if err != nil || len(dirs) == 0 {
@@ -45,6 +41,10 @@ func TestFinalizeGolden(t *testing.T) {
 				t.Fatalf("request.json: %v", err)
 			}
 			req.Finalizing = true
+			cfg, err := config.Load(caseConfig(dir))
+			if err != nil {
+				t.Fatal(err)
+			}
 			var w struct {
 				Transport scripted.Answers `json:"transport"`
 			}
