@@ -12,11 +12,9 @@ import (
 	"net"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"sort"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 )
@@ -81,78 +79,10 @@ def timed_gen(p):
     yield {"handler_ns": time.perf_counter_ns() - start}
 `
 
-// httpScript is the embedded HTTP script running under python3.
-type httpScript struct {
-	cmd    *exec.Cmd
-	socket string
-	stderr *lockedBuffer
-	done   chan error
-}
-
-func startHTTPScript(tb testing.TB, handler string, env ...string) *httpScript {
+// startHTTPScript runs the embedded HTTP script with the test handlers.
+func startHTTPScript(tb testing.TB, handler string, env ...string) *runningScript {
 	tb.Helper()
-	python, err := exec.LookPath("python3")
-	if err != nil {
-		if os.Getenv("ASYA_REQUIRE_INTEGRATION") == "1" {
-			tb.Fatal("python3 not found and ASYA_REQUIRE_INTEGRATION=1")
-		}
-		tb.Skip("python3 not found; set ASYA_REQUIRE_INTEGRATION=1 to make this a failure")
-	}
-	// Unix socket paths are limited to about 100 bytes, so stay short.
-	dir, err := os.MkdirTemp("", "asya")
-	if err != nil {
-		tb.Fatal(err)
-	}
-	tb.Cleanup(func() { os.RemoveAll(dir) })
-	script := filepath.Join(dir, "asya_runtime.py")
-	if err := os.WriteFile(script, []byte(EmbeddedHTTP().Source), 0o755); err != nil {
-		tb.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(dir, "handlers.py"), []byte(httpTestHandlers), 0o644); err != nil {
-		tb.Fatal(err)
-	}
-	sockDir := filepath.Join(dir, "sock")
-	hs := &httpScript{socket: filepath.Join(sockDir, "asya-runtime.sock"), stderr: &lockedBuffer{}, done: make(chan error, 1)}
-	hs.cmd = exec.Command(python, script)
-	hs.cmd.Env = append([]string{
-		"PATH=" + os.Getenv("PATH"),
-		"PYTHONPATH=" + dir,
-		"PYTHONDONTWRITEBYTECODE=1",
-		"ASYA_SOCKET_DIR=" + sockDir,
-		"ASYA_HANDLER=" + handler,
-		"ASYA_LOG_LEVEL=WARNING",
-	}, env...)
-	hs.cmd.Stderr = hs.stderr
-	if err := hs.cmd.Start(); err != nil {
-		tb.Fatal(err)
-	}
-	go func() { hs.done <- hs.cmd.Wait() }()
-	tb.Cleanup(func() {
-		_ = hs.cmd.Process.Signal(syscall.SIGTERM)
-		select {
-		case <-hs.done:
-		case <-time.After(10 * time.Second):
-			_ = hs.cmd.Process.Kill()
-			<-hs.done
-		}
-	})
-
-	ready := filepath.Join(sockDir, "runtime-ready")
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		if _, err := os.Stat(ready); err == nil {
-			return hs
-		}
-		select {
-		case err := <-hs.done:
-			hs.done <- err
-			tb.Fatalf("runtime exited before becoming ready: %v\n%s", err, hs.stderr)
-		case <-time.After(10 * time.Millisecond):
-		}
-		if time.Now().After(deadline) {
-			tb.Fatalf("runtime not ready after 10s\n%s", hs.stderr)
-		}
-	}
+	return launch(tb, EmbeddedHTTP(), httpTestHandlers, handler, append([]string{"ASYA_LOG_LEVEL=WARNING"}, env...)...)
 }
 
 // sidecarClient is built as the sidecar's runtime client builds its own

@@ -167,29 +167,37 @@ type runningScript struct {
 
 func startScript(t *testing.T, handler string, env ...string) *runningScript {
 	t.Helper()
+	return launch(t, Embedded(), testHandlers, handler, env...)
+}
+
+// launch runs script under python3 with handlers as the module
+// "handlers", and waits until it is ready. The process gets SIGTERM when
+// the test ends, and is killed if it has not stopped 10 s later.
+func launch(tb testing.TB, script Script, handlers, handler string, env ...string) *runningScript {
+	tb.Helper()
 	python, err := exec.LookPath("python3")
 	if err != nil {
 		if os.Getenv("ASYA_REQUIRE_INTEGRATION") == "1" {
-			t.Fatal("python3 not found and ASYA_REQUIRE_INTEGRATION=1")
+			tb.Fatal("python3 not found and ASYA_REQUIRE_INTEGRATION=1")
 		}
-		t.Skip("python3 not found; set ASYA_REQUIRE_INTEGRATION=1 to make this a failure")
+		tb.Skip("python3 not found; set ASYA_REQUIRE_INTEGRATION=1 to make this a failure")
 	}
 	// Unix socket paths are limited to about 100 bytes, so stay short.
 	dir, err := os.MkdirTemp("", "asya")
 	if err != nil {
-		t.Fatal(err)
+		tb.Fatal(err)
 	}
-	t.Cleanup(func() { os.RemoveAll(dir) })
-	script := filepath.Join(dir, "asya_runtime.py")
-	if err := os.WriteFile(script, []byte(Embedded().Source), 0o755); err != nil {
-		t.Fatal(err)
+	tb.Cleanup(func() { os.RemoveAll(dir) })
+	path := filepath.Join(dir, "asya_runtime.py")
+	if err := os.WriteFile(path, []byte(script.Source), 0o755); err != nil {
+		tb.Fatal(err)
 	}
-	if err := os.WriteFile(filepath.Join(dir, "handlers.py"), []byte(testHandlers), 0o644); err != nil {
-		t.Fatal(err)
+	if err := os.WriteFile(filepath.Join(dir, "handlers.py"), []byte(handlers), 0o644); err != nil {
+		tb.Fatal(err)
 	}
 	rs := &runningScript{dir: filepath.Join(dir, "sock"), stderr: &lockedBuffer{}, done: make(chan error, 1)}
 	rs.socket = filepath.Join(rs.dir, "asya-runtime.sock")
-	rs.cmd = exec.Command(python, script)
+	rs.cmd = exec.Command(python, path)
 	rs.cmd.Env = append([]string{
 		"PATH=" + os.Getenv("PATH"),
 		"PYTHONPATH=" + dir,
@@ -199,13 +207,14 @@ func startScript(t *testing.T, handler string, env ...string) *runningScript {
 	}, env...)
 	rs.cmd.Stderr = rs.stderr
 	if err := rs.cmd.Start(); err != nil {
-		t.Fatal(err)
+		tb.Fatal(err)
 	}
 	go func() { rs.done <- rs.cmd.Wait() }()
-	t.Cleanup(func() {
+	tb.Cleanup(func() {
+		_ = rs.cmd.Process.Signal(syscall.SIGTERM)
 		select {
 		case <-rs.done:
-		default:
+		case <-time.After(10 * time.Second):
 			_ = rs.cmd.Process.Kill()
 			<-rs.done
 		}
@@ -220,11 +229,11 @@ func startScript(t *testing.T, handler string, env ...string) *runningScript {
 		select {
 		case err := <-rs.done:
 			rs.done <- err
-			t.Fatalf("runtime exited before becoming ready: %v\n%s", err, rs.stderr)
+			tb.Fatalf("runtime exited before becoming ready: %v\n%s", err, rs.stderr)
 		case <-time.After(10 * time.Millisecond):
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("runtime not ready after 10s\n%s", rs.stderr)
+			tb.Fatalf("runtime not ready after 10s\n%s", rs.stderr)
 		}
 	}
 }
