@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -23,15 +22,7 @@ import (
 // which it returns.
 func fakeHTTPRuntime(t *testing.T, handler http.HandlerFunc) string {
 	t.Helper()
-	dir, err := os.MkdirTemp("", "rt")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(dir) })
-	l, err := net.Listen("unix", filepath.Join(dir, socketName))
-	if err != nil {
-		t.Fatal(err)
-	}
+	dir, l := listenRuntime(t)
 	srv := &http.Server{Handler: handler}
 	go func() { _ = srv.Serve(l) }()
 	t.Cleanup(func() { srv.Close() })

@@ -16,16 +16,7 @@ import (
 // fakeRuntime answers every connection with reply after delay.
 func fakeRuntime(t *testing.T, reply []byte, delay time.Duration) runtimeClient {
 	t.Helper()
-	dir, err := os.MkdirTemp("", "rt")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(dir) })
-	l, err := net.Listen("unix", filepath.Join(dir, socketName))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { l.Close() })
+	dir, l := listenRuntime(t)
 	go func() {
 		for {
 			conn, err := l.Accept()
@@ -135,4 +126,21 @@ func TestGatewayCheck(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "Gateway health check failed - sidecar cannot start") {
 		t.Errorf("run with a gateway that is down: %v", err)
 	}
+}
+
+// listenRuntime listens on the runtime socket of a new directory with a
+// short path (Unix socket paths are limited), until the test ends.
+func listenRuntime(t *testing.T) (string, net.Listener) {
+	t.Helper()
+	dir, err := os.MkdirTemp("", "rt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	l, err := net.Listen("unix", filepath.Join(dir, socketName))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { l.Close() })
+	return dir, l
 }
