@@ -38,6 +38,13 @@ func TestPodSecurityRestricted(t *testing.T) {
 		mapAt(a, "metadata")["namespace"] = ns
 		t.Run(filepath.Base(ex.file)+"/"+name, func(t *testing.T) {
 			verdict := admission(t, ctx, renderedPodTemplate(t, ex.file, name), ns, name)
+			if _, flat := mapAt(a, "spec")["actor"]; flat {
+				// A flat spec cannot set the runtime's securityContext, so
+				// in a restricted namespace the sync gives it the
+				// restricted one; render, which sees no namespace, does
+				// not. The stored workload must be admitted.
+				verdict = ""
+			}
 			createActor(t, ctx, a)
 			t.Cleanup(func() { env.cluster.client.delete(context.Background(), actorGVR(), ns, name) })
 			kids := childrenOf(t, ctx, ns, name)
