@@ -22,6 +22,9 @@ type FlatActors struct {
 	Sump string `json:"sump"`
 }
 
+// Ends reports whether the flat actor is the namespace's sink or sump.
+func (f FlatActors) Ends(actor string) bool { return actor == f.Sink || actor == f.Sump }
+
 // Upstream's defaults for flat actors.
 const (
 	// DefaultFlatSidecarImage is the latest upstream sidecar release.

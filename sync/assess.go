@@ -128,11 +128,10 @@ func (h *Handler) endQueues(actor *v1alpha1.AsyncActor) []transport.Queue {
 
 // claim is what finalize decides the queue's fate from.
 func (h *Handler) claim(a *assessment) finalize.Claim {
-	flat := h.Config.FlatActors
 	return finalize.Claim{Actor: a.actor, Owner: a.owner, Mine: !a.standby,
 		KeyedByName: a.req.Related.AsyncActors.KeyedByName(), Unmanaged: !a.transport.Kind.ManageQueues(),
 		NotCreated: a.transport.Kind.ManageQueues() && !a.transport.Kind.AutoCreateQueues(),
-		Shared:     a.actor.Spec.Generation == v1alpha1.Flat && (a.actor.Spec.Actor == flat.Sink || a.actor.Spec.Actor == flat.Sump)}
+		Shared:     a.actor.Spec.Generation == v1alpha1.Flat && h.Config.FlatActors.Ends(a.actor.Spec.Actor)}
 }
 
 // kedaMissing: Metacontroller sent no ScaledObject group, so the cluster

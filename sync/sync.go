@@ -54,7 +54,6 @@ func (h *Handler) Answer(ctx context.Context, req *hook.SyncRequest) (*hook.Resp
 // Render returns the children a sync would answer in a cluster with KEDA,
 // touching no broker; a problem with the actor is an error.
 func (h *Handler) Render(actor *v1alpha1.AsyncActor) ([]map[string]any, error) {
-	h.serviceDefaults(actor)
 	kedaInstalled := hook.ObservedChildren{ScaledObjects: hook.Group[hook.ScaledObject]{}}
 	a := h.assess(&hook.SyncRequest{Actor: actor, Children: kedaInstalled})
 	if !a.found {
