@@ -4,8 +4,6 @@ import (
 	"bufio"
 	"bytes"
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -18,31 +16,6 @@ import (
 	"testing"
 	"time"
 )
-
-func TestEmbeddedHTTP(t *testing.T) {
-	got := EmbeddedHTTP()
-	onDisk, err := os.ReadFile("asya_runtime_http.py")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if got.Source != string(onDisk) {
-		t.Errorf("embedded source differs from asya_runtime_http.py (%d vs %d bytes)", len(got.Source), len(onDisk))
-	}
-	sum := sha256.Sum256(onDisk)
-	if want := hex.EncodeToString(sum[:]); got.Hash != want {
-		t.Errorf("Hash = %q, want %q", got.Hash, want)
-	}
-	if !strings.HasPrefix(got.Source, "#!/usr/bin/env python3\n") {
-		t.Errorf("script does not start with a python3 shebang")
-	}
-	// Every actor's ConfigMap carries the whole script.
-	if len(got.Source) > 20*1024 {
-		t.Errorf("script is %d bytes, want at most 20 KiB", len(got.Source))
-	}
-	if got.Hash == Embedded().Hash {
-		t.Errorf("EmbeddedHTTP is the 0.3 script")
-	}
-}
 
 const httpTestHandlers = `
 import time

@@ -21,28 +21,40 @@ import (
 	_ "github.com/asya-sh/asya-sync/internal/golden" // accepts -update like every test package
 )
 
+// TestEmbedded checks both generations' scripts as built into the binary.
 func TestEmbedded(t *testing.T) {
-	got := Embedded()
-	onDisk, err := os.ReadFile("asya_runtime.py")
-	if err != nil {
-		t.Fatal(err)
+	for _, tc := range []struct {
+		file     string
+		embedded func() Script
+	}{
+		{"asya_runtime.py", Embedded},
+		{"asya_runtime_http.py", EmbeddedHTTP},
+	} {
+		got := tc.embedded()
+		onDisk, err := os.ReadFile(tc.file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got.Source != string(onDisk) {
+			t.Errorf("embedded source differs from %s (%d vs %d bytes)", tc.file, len(got.Source), len(onDisk))
+		}
+		sum := sha256.Sum256(onDisk)
+		if want := hex.EncodeToString(sum[:]); got.Hash != want {
+			t.Errorf("%s: Hash = %q, want %q", tc.file, got.Hash, want)
+		}
+		if !strings.HasPrefix(got.Source, "#!/usr/bin/env python3\n") {
+			t.Errorf("%s does not start with a python3 shebang", tc.file)
+		}
+		// Every actor's ConfigMap carries the whole script.
+		if len(got.Source) > 20*1024 {
+			t.Errorf("%s is %d bytes, want at most 20 KiB", tc.file, len(got.Source))
+		}
+		if again := tc.embedded(); again != got {
+			t.Errorf("%s: the embedded script is not stable", tc.file)
+		}
 	}
-	if got.Source != string(onDisk) {
-		t.Errorf("embedded source differs from asya_runtime.py (%d vs %d bytes)", len(got.Source), len(onDisk))
-	}
-	sum := sha256.Sum256(onDisk)
-	if want := hex.EncodeToString(sum[:]); got.Hash != want {
-		t.Errorf("Hash = %q, want %q", got.Hash, want)
-	}
-	if !strings.HasPrefix(got.Source, "#!/usr/bin/env python3\n") {
-		t.Errorf("script does not start with a python3 shebang")
-	}
-	// Every actor's ConfigMap carries the whole script.
-	if len(got.Source) > 20*1024 {
-		t.Errorf("script is %d bytes, want at most 20 KiB", len(got.Source))
-	}
-	if again := Embedded(); again != got {
-		t.Errorf("Embedded() is not stable")
+	if EmbeddedHTTP().Hash == Embedded().Hash {
+		t.Errorf("EmbeddedHTTP is the 0.3 script")
 	}
 }
 
