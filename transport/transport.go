@@ -55,7 +55,10 @@ func QueueOf(actor *v1alpha1.AsyncActor) Queue {
 // EndQueues are the queues a flat actor's sidecar ends routes in, the
 // namespace's sink and sump: they must exist before any message reaches
 // them, whether or not their actors run yet. A nested actor has none of
-// its own to ensure.
+// its own to ensure. They are shared by every actor of the namespace, so
+// each ensures them with the same settings, the default processing
+// timeout: with each actor's own, actors of different timeouts would keep
+// rewriting an SQS sink's visibility timeout.
 func EndQueues(actor *v1alpha1.AsyncActor, sink, sump string) []Queue {
 	if actor.Spec.Generation != v1alpha1.Flat {
 		return nil
@@ -63,7 +66,7 @@ func EndQueues(actor *v1alpha1.AsyncActor, sink, sump string) []Queue {
 	var out []Queue
 	for _, name := range []string{sink, sump} {
 		if name != actor.Spec.Actor {
-			out = append(out, Queue{Actor: name, Namespace: actor.Namespace, ProcessingTimeout: actor.Spec.Timeout.Processing, Scoped: true})
+			out = append(out, Queue{Actor: name, Namespace: actor.Namespace, ProcessingTimeout: v1alpha1.DefaultProcessing, Scoped: true})
 		}
 	}
 	return out
