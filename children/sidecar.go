@@ -38,7 +38,7 @@ func (in Input) sidecarSecurityContext() *corev1.SecurityContext {
 }
 
 func (in Input) sidecarImage() string {
-	switch ref := in.Actor.Spec.Sidecar.Image.Reference(""); {
+	switch ref := in.Actor.Spec.Sidecar.Image.Reference(); {
 	case ref != "":
 		return ref
 	case in.SidecarImage != "":

@@ -249,19 +249,14 @@ func (i SidecarImage) MarshalJSON() ([]byte, error) {
 	}{i.Repository, i.Tag, i.PullPolicy})
 }
 
-// Reference is the image to run: Ref, else repository:tag, else "" (the
-// service's default for the actor's shape). A repository without a tag
-// takes defaultTag.
-func (i SidecarImage) Reference(defaultTag string) string {
+// Reference is the image to run: Ref, else repository:tag (repository
+// alone without a tag), else "" (the service's default for the shape).
+func (i SidecarImage) Reference() string {
 	switch {
-	case i.Ref != "":
+	case i.Ref != "" || i.Repository == "":
 		return i.Ref
-	case i.Repository == "":
-		return ""
 	case i.Tag != "":
 		return i.Repository + ":" + i.Tag
-	case defaultTag != "":
-		return i.Repository + ":" + defaultTag
 	}
 	return i.Repository
 }
