@@ -52,10 +52,16 @@ func dryRunApply(ctx context.Context, o obj) error {
 	return err
 }
 
+// brokerUser is the least the chart's default values need to render: the
+// default RabbitMQ transport's user, which the chart does not default.
+// Given first, so that any later -f or --set overrides it.
+var brokerUser = []string{"-f", "e2e/testdata/values-broker-user.yaml"}
+
+// renderChart renders the chart with brokerUser and then args.
 func renderChart(t *testing.T, ns string, args ...string) map[string]obj {
 	t.Helper()
 	start := time.Now()
-	out, err := env.helm(append([]string{"template", "asya-sync", "./chart", "--namespace", ns, "--include-crds"}, args...)...)
+	out, err := env.helm(slices.Concat([]string{"template", "asya-sync", "./chart", "--namespace", ns, "--include-crds"}, brokerUser, args)...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -91,7 +97,7 @@ func serviceAccepts(t *testing.T, cm obj) {
 }
 
 func TestHelmLint(t *testing.T) {
-	for _, args := range [][]string{nil, {"-f", "chart/ci/full-values.yaml"}, {"--set", "keda.enabled=false"}} {
+	for _, args := range [][]string{brokerUser, {"-f", "chart/ci/full-values.yaml"}, append(slices.Clone(brokerUser), "--set", "keda.enabled=false")} {
 		if out, err := env.helm(append([]string{"lint", "--strict", "./chart"}, args...)...); err != nil {
 			t.Errorf("%v", err)
 		} else if !strings.Contains(out, "0 chart(s) failed") {
@@ -114,7 +120,7 @@ func TestHelmLint(t *testing.T) {
 		{"--set", "hooks.tls.existingSecret=x", "--set", "hooks.tls.certManager.enabled=true", "--set", "hooks.tls.certManager.issuerRef.name=ca"},
 		{"--set", "hooks.auth.token.key="},
 	} {
-		if _, err := env.helm(append([]string{"template", "asya-sync", "./chart"}, bad...)...); err == nil {
+		if _, err := env.helm(slices.Concat([]string{"template", "asya-sync", "./chart"}, brokerUser, bad)...); err == nil {
 			t.Errorf("helm template %v: accepted; want a schema or template error", bad)
 		}
 	}
@@ -284,7 +290,7 @@ func TestHelmTemplatePlainHTTP(t *testing.T) {
 // chart passes it to the service, which starts; with mutual TLS the token
 // may be off.
 func TestHelmTokenOffWithTLS(t *testing.T) {
-	out, err := env.helm("template", "asya-sync", "./chart", "--set", "hooks.auth.token.enabled=false")
+	out, err := env.helm(slices.Concat([]string{"template", "asya-sync", "./chart"}, brokerUser, []string{"--set", "hooks.auth.token.enabled=false"})...)
 	if err == nil || !strings.Contains(out, "hooks.auth.allowUnauthenticated=true") {
 		t.Errorf("token off with TLS on: err %v, want a failure naming hooks.auth.allowUnauthenticated\n%s", err, out)
 	}

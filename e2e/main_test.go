@@ -490,7 +490,8 @@ func (e *testEnv) installController(ctx context.Context) error {
 // API server, checks what it created, and uninstalls again so that the
 // plain manifests can be applied next.
 func (e *testEnv) helmInstall(ctx context.Context) error {
-	if _, err := e.helm("install", "asya-sync", "./chart", "-n", "asya-system", "--create-namespace"); err != nil {
+	if _, err := e.helm("install", "asya-sync", "./chart", "-n", "asya-system", "--create-namespace",
+		"--set", "config.transports.rabbitmq.config.username=asya"); err != nil {
 		return err
 	}
 	k := e.cluster.client

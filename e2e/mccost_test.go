@@ -12,6 +12,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -145,9 +146,9 @@ func (v mcVariant) compositeController(t *testing.T, name, hookURL string) obj {
 	if v.hook.bin == "" || v.hook.chart == "" {
 		t.Fatalf("variant %s needs ASYA_MC_BASE_BIN and ASYA_MC_BASE_CHART", v.name)
 	}
-	args := []string{"template", "asya-sync", v.hook.chart, "--namespace", "asya-system",
+	args := slices.Concat([]string{"template", "asya-sync", v.hook.chart, "--namespace", "asya-system"}, brokerUser, []string{
 		"--set", "compositeController.name=" + name, "--set", "compositeController.hookURL=" + hookURL,
-		"--set", "hooks.tls.enabled=false", "--set", "hooks.auth.token.enabled=false"}
+		"--set", "hooks.tls.enabled=false", "--set", "hooks.auth.token.enabled=false"})
 	if v.hook.noEtag {
 		args = append(args, "--set", "compositeController.etag=false")
 	}

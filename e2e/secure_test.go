@@ -58,6 +58,7 @@ func (e *testEnv) installSecure(ctx context.Context) error {
 	}
 	if _, err := e.helm("install", secureRelease, "./chart", "-n", ns,
 		"--set", "compositeController.name="+secureRelease,
+		"--set", "config.transports.rabbitmq.config.username=asya",
 		"--set", fmt.Sprintf("compositeController.hookURL=https://127.0.0.1:%d", ports[0]),
 		"--set", "hooks.tls.existingSecret=e2e-hooks-tls",
 		"--set", "hooks.auth.mtls.enabled=true",

@@ -162,3 +162,19 @@ passwordFile.
 {{- end -}}
 {{- toJson $out -}}
 {{- end -}}
+
+{{/*
+Every enabled RabbitMQ transport names its broker user: the chart has no
+default, since stock RabbitMQ admits guest only from localhost
+(loopback_users) and a guest install would report BrokerUnavailable.
+*/}}
+{{- define "asya-sync.checkTransports" -}}
+{{- $transports := default dict .Values.config.transports -}}
+{{- range $name := keys $transports | sortAlpha -}}
+{{- $t := default dict (get $transports $name) -}}
+{{- $enabled := or (not (hasKey $t "enabled")) (get $t "enabled") -}}
+{{- if and $enabled (eq (toString (get $t "type")) "rabbitmq") (not (get (default dict (get $t "config")) "username")) -}}
+{{- fail (printf "config.transports.%s.config.username is required: create a user for asya-sync on the RabbitMQ broker and set its name here (and its password with passwordSecretRef / passwordFile). The chart has no default user: guest works only from localhost unless the broker's loopback_users allows it, so set username: guest only for such a broker. Or disable the transport with config.transports.%s.enabled=false." $name $name) -}}
+{{- end -}}
+{{- end -}}
+{{- end -}}
