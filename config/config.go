@@ -32,6 +32,9 @@ type Config struct {
 	Transports             map[string]Transport    `json:"transports"`
 	Watch                  Watch                   `json:"watch"`
 	RuntimeDelivery        asyaruntime.Delivery    `json:"runtimeDelivery"`
+	// RuntimeUpdate is what a new runtime script does to running actors:
+	// Pinned (the default) or Immediate (docs/upgrade.md).
+	RuntimeUpdate asyaruntime.Update `json:"runtimeUpdate"`
 	// RuntimeImage is asya-sync's own image, whose binary writes the
 	// runtime script into the pods with asyaruntime.InitContainer.
 	RuntimeImage string `json:"runtimeImage"`
@@ -120,6 +123,7 @@ func Parse(data []byte) (*Config, error) {
 			Namesakes *bool `json:"namesakes"`
 		} `json:"watch"`
 		RuntimeDelivery asyaruntime.Delivery `json:"runtimeDelivery"`
+		RuntimeUpdate   asyaruntime.Update   `json:"runtimeUpdate"`
 		RuntimeImage    string               `json:"runtimeImage"`
 		FlatActors      FlatActors           `json:"flatActors"`
 	}
@@ -137,7 +141,14 @@ func Parse(data []byte) (*Config, error) {
 			Namesakes: ptr.Deref(raw.Watch.Namesakes, WatchAll.Namesakes),
 		},
 		RuntimeDelivery: raw.RuntimeDelivery,
+		RuntimeUpdate:   raw.RuntimeUpdate,
 		RuntimeImage:    raw.RuntimeImage,
+	}
+	switch {
+	case cfg.RuntimeUpdate == "":
+		cfg.RuntimeUpdate = asyaruntime.Pinned
+	case !cfg.RuntimeUpdate.Valid():
+		return nil, fmt.Errorf("runtimeUpdate: %q is not %s or %s", raw.RuntimeUpdate, asyaruntime.Pinned, asyaruntime.Immediate)
 	}
 	switch cfg.RuntimeDelivery {
 	case "":

@@ -30,8 +30,9 @@ transports:
 	if cfg.QueueCacheTTL.Duration != 5*time.Minute {
 		t.Errorf("queueCacheTTL = %v, want 5m", cfg.QueueCacheTTL.Duration)
 	}
-	if cfg.Watch != WatchAll || cfg.RuntimeDelivery != asyaruntime.ConfigMap {
-		t.Errorf("watch = %+v, runtimeDelivery = %q; want everything watched and a ConfigMap", cfg.Watch, cfg.RuntimeDelivery)
+	if cfg.Watch != WatchAll || cfg.RuntimeDelivery != asyaruntime.ConfigMap || cfg.RuntimeUpdate != asyaruntime.Pinned {
+		t.Errorf("watch = %+v, runtimeDelivery = %q, runtimeUpdate = %q; want everything watched, a ConfigMap, Pinned",
+			cfg.Watch, cfg.RuntimeDelivery, cfg.RuntimeUpdate)
 	}
 	rmq := cfg.Transports["rabbitmq"]
 	wantRMQ := &rabbitmq.Settings{Host: "mq", Port: 5672, VHost: "/", Username: "guest", Exchange: "asya",
@@ -84,6 +85,7 @@ func TestParseErrorsNameTheKey(t *testing.T) {
 		{"unknown watch key", "watch: {hpas: false}", `unknown field "hpas"`},
 		{"unknown runtime delivery", "runtimeDelivery: inline", `runtimeDelivery: "inline" is not configMap, podTemplate or initContainer`},
 		{"init container without image", "runtimeDelivery: initContainer", "runtimeImage: required with runtimeDelivery initContainer"},
+		{"unknown runtime update", "runtimeUpdate: latest", `runtimeUpdate: "latest" is not Pinned or Immediate`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -110,6 +112,9 @@ func TestWatchAndRuntimeDelivery(t *testing.T) {
 	}
 	if cfg.RuntimeDelivery != asyaruntime.InitContainer || cfg.RuntimeImage != "registry.example/asya-sync:1.0.0" {
 		t.Errorf("runtimeDelivery = %q, runtimeImage = %q; want initContainer and the image", cfg.RuntimeDelivery, cfg.RuntimeImage)
+	}
+	if cfg, err = Parse([]byte("runtimeUpdate: Immediate")); err != nil || cfg.RuntimeUpdate != asyaruntime.Immediate {
+		t.Errorf("runtimeUpdate: Immediate gives %v, %v", cfg, err)
 	}
 }
 
