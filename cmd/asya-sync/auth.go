@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"net/http"
 	"os"
+	"path/filepath"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -25,12 +26,15 @@ type credentialFiles struct {
 	certFile, keyFile string // serve HTTPS
 	clientCAFile      string // require a client certificate signed by this CA
 	tokenFile         string // require Authorization: Bearer <token>
+	tokenDir          string // or any token of this directory, one a file
 }
+
+func (f credentialFiles) token() bool { return f.tokenFile != "" || f.tokenDir != "" }
 
 func (f credentialFiles) tls() bool { return f.certFile != "" || f.keyFile != "" }
 
 // authenticates reports whether hook calls must prove who they are.
-func (f credentialFiles) authenticates() bool { return f.clientCAFile != "" || f.tokenFile != "" }
+func (f credentialFiles) authenticates() bool { return f.clientCAFile != "" || f.token() }
 
 // reloadInterval is how often the credential files are read again: a
 // rotated certificate or token takes effect within it.
@@ -47,13 +51,22 @@ type credentials struct {
 
 	cert      atomic.Pointer[tls.Certificate]
 	clientCAs atomic.Pointer[x509.CertPool]
-	tokens    atomic.Pointer[[][sha256.Size]byte] // hashes: compared in constant time and length
+	tokens    atomic.Pointer[[]acceptedToken]
 
 	seen       map[string][sha256.Size]byte // content last tried, by file label
 	unreadable map[string]bool              // failure already counted
 
 	refused       *prometheus.CounterVec
+	accepted      *prometheus.CounterVec
 	reloadFailure *prometheus.CounterVec
+}
+
+// acceptedToken is one token the hooks accept: its hash (compared in
+// constant time and length) and the file, that is the Secret key, it came
+// from, which the accepted calls are counted by.
+type acceptedToken struct {
+	sum [sha256.Size]byte
+	key string
 }
 
 // Refusal reasons, the values of asya_sync_auth_failures_total's label.
@@ -77,12 +90,16 @@ func newCredentials(files credentialFiles, log zerolog.Logger, reg prometheus.Re
 		refused: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "asya_sync_auth_failures_total", Help: "Hook calls refused with 401, by reason.",
 		}, []string{"reason"}),
+		accepted: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "asya_sync_auth_token_accepted_total",
+			Help: "Hook calls accepted, by the token file (the Secret key) whose token they presented: during a rotation, says when no caller uses the old one.",
+		}, []string{"key"}),
 		reloadFailure: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "asya_sync_credential_reload_failures_total",
 			Help: "Credential files that turned unreadable or invalid; the last good content stays in use.",
 		}, []string{"file"}),
 	}
-	reg.MustRegister(c.refused, c.reloadFailure)
+	reg.MustRegister(c.refused, c.accepted, c.reloadFailure)
 	for _, reason := range []string{reasonNoClientCert, reasonBadClientCert, reasonNoToken, reasonBadToken} {
 		c.refused.WithLabelValues(reason)
 	}
@@ -98,15 +115,21 @@ func newCredentials(files credentialFiles, log zerolog.Logger, reg prometheus.Re
 // loader reads and installs one credential.
 type loader struct {
 	label string
-	paths []string
-	apply func(contents [][]byte) error
+	read  func() ([]source, error)
+	apply func(sources []source) error
+}
+
+// source is one file's content, by name.
+type source struct {
+	name string
+	data []byte
 }
 
 func (c *credentials) loaders() []loader {
 	var out []loader
 	if c.files.tls() {
-		out = append(out, loader{"tls-cert", []string{c.files.certFile, c.files.keyFile}, func(b [][]byte) error {
-			cert, err := tls.X509KeyPair(b[0], b[1])
+		out = append(out, loader{"tls-cert", readFiles(c.files.certFile, c.files.keyFile), func(s []source) error {
+			cert, err := tls.X509KeyPair(s[0].data, s[1].data)
 			if err != nil {
 				return err
 			}
@@ -115,48 +138,110 @@ func (c *credentials) loaders() []loader {
 		}})
 	}
 	if c.files.clientCAFile != "" {
-		out = append(out, loader{"client-ca", []string{c.files.clientCAFile}, func(b [][]byte) error {
+		out = append(out, loader{"client-ca", readFiles(c.files.clientCAFile), func(s []source) error {
 			pool := x509.NewCertPool()
-			if !pool.AppendCertsFromPEM(b[0]) {
+			if !pool.AppendCertsFromPEM(s[0].data) {
 				return errors.New("no PEM certificate in the file")
 			}
 			c.clientCAs.Store(pool)
 			return nil
 		}})
 	}
-	if c.files.tokenFile != "" {
-		out = append(out, loader{"auth-token", []string{c.files.tokenFile}, func(b [][]byte) error {
-			// One token a line: during a rotation the file holds the old
-			// and the new one, so callers can switch without a refusal.
-			var sums [][sha256.Size]byte
-			for _, line := range bytes.Split(b[0], []byte("\n")) {
-				if token := bytes.TrimSpace(line); len(token) > 0 {
-					sums = append(sums, sha256.Sum256(token))
-				}
-			}
-			if len(sums) == 0 {
-				return errors.New("the token file is empty")
-			}
-			c.tokens.Store(&sums)
-			return nil
-		}})
+	if c.files.token() {
+		out = append(out, loader{"auth-token", c.readTokens, c.applyTokens})
 	}
 	return out
+}
+
+// readFiles reads paths, in order.
+func readFiles(paths ...string) func() ([]source, error) {
+	return func() ([]source, error) {
+		out := make([]source, len(paths))
+		for i, p := range paths {
+			data, err := os.ReadFile(p)
+			if err != nil {
+				return nil, err
+			}
+			out[i] = source{p, data}
+		}
+		return out, nil
+	}
+}
+
+// readTokens reads the token file and every file of the token directory,
+// where a mounted Secret puts each key (the kubelet's own entries start
+// with a dot). Each file holds one token, named by its file.
+func (c *credentials) readTokens() ([]source, error) {
+	var out []source
+	if c.files.tokenFile != "" {
+		data, err := os.ReadFile(c.files.tokenFile)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, source{filepath.Base(c.files.tokenFile), data})
+	}
+	if dir := c.files.tokenDir; dir != "" {
+		entries, err := os.ReadDir(dir)
+		if err != nil {
+			return nil, err
+		}
+		n := len(out)
+		for _, e := range entries {
+			if strings.HasPrefix(e.Name(), ".") {
+				continue
+			}
+			data, err := os.ReadFile(filepath.Join(dir, e.Name()))
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, source{e.Name(), data})
+		}
+		if len(out) == n {
+			return nil, fmt.Errorf("no token file in %s", dir)
+		}
+	}
+	return out, nil
+}
+
+// applyTokens accepts one token a file. A file of several lines is
+// refused: Metacontroller sends the whole value of its Secret key as the
+// header, and a newline there fails every call before it leaves
+// Metacontroller, so a rotation lists tokens under separate keys.
+func (c *credentials) applyTokens(sources []source) error {
+	tokens := make([]acceptedToken, 0, len(sources))
+	for _, s := range sources {
+		token := bytes.TrimSpace(s.data)
+		switch {
+		case len(token) == 0:
+			return fmt.Errorf("%s is empty", s.name)
+		case bytes.ContainsAny(token, "\r\n"):
+			return fmt.Errorf("%s holds more than one line: Metacontroller would send it whole, newline included, "+
+				"which fails every call; give each token a Secret key of its own", s.name)
+		}
+		tokens = append(tokens, acceptedToken{sha256.Sum256(token), s.name})
+	}
+	c.tokens.Store(&tokens)
+	for _, t := range tokens {
+		c.accepted.WithLabelValues(t.key)
+	}
+	return nil
 }
 
 // load reads l's files and installs them when their content changed since
 // the last attempt. changed is false when the files could not be read.
 func (c *credentials) load(l loader) (changed bool, err error) {
-	contents := make([][]byte, len(l.paths))
+	sources, err := l.read()
+	if err != nil {
+		return false, fmt.Errorf("%s: %w", l.label, err)
+	}
 	h := sha256.New()
-	for i, p := range l.paths {
-		data, err := os.ReadFile(p)
-		if err != nil {
-			return false, fmt.Errorf("%s: %w", l.label, err)
-		}
-		contents[i] = data
-		h.Write(data)
+	var names []string
+	for _, s := range sources {
+		h.Write([]byte(s.name))
 		h.Write([]byte{0})
+		h.Write(s.data)
+		h.Write([]byte{0})
+		names = append(names, s.name)
 	}
 	var sum [sha256.Size]byte
 	copy(sum[:], h.Sum(nil))
@@ -164,8 +249,8 @@ func (c *credentials) load(l loader) (changed bool, err error) {
 		return false, nil
 	}
 	c.seen[l.label] = sum
-	if err := l.apply(contents); err != nil {
-		return true, fmt.Errorf("%s %s: %w", l.label, strings.Join(l.paths, ", "), err)
+	if err := l.apply(sources); err != nil {
+		return true, fmt.Errorf("%s %s: %w", l.label, strings.Join(names, ", "), err)
 	}
 	return true, nil
 }
@@ -236,7 +321,7 @@ func (c *credentials) require(next http.Handler) http.Handler {
 			c.refused.WithLabelValues(reason).Inc()
 			// The peer, never the credential presented.
 			c.log.Warn().Str("peer", r.RemoteAddr).Str("path", r.URL.Path).Str("reason", reason).Msg("hook call refused")
-			if c.files.tokenFile != "" {
+			if c.files.token() {
 				w.Header().Set("WWW-Authenticate", `Bearer realm="asya-sync"`)
 			}
 			writeJSON(w, http.StatusUnauthorized, map[string]string{"error": "unauthorized: " + strings.ReplaceAll(reason, "_", " ")})
@@ -255,27 +340,36 @@ func (c *credentials) refusal(r *http.Request) string {
 			return reasonBadClientCert
 		}
 	}
-	if c.files.tokenFile != "" {
+	if c.files.token() {
 		presented, ok := bearerToken(r.Header.Get("Authorization"))
 		if !ok {
 			return reasonNoToken
 		}
-		if !c.tokenValid(presented) {
+		key, ok := c.tokenKey(presented)
+		if !ok {
 			return reasonBadToken
 		}
+		c.accepted.WithLabelValues(key).Inc()
 	}
 	return ""
 }
 
-// tokenValid compares the presented token's hash with every accepted one,
-// in time independent of where (or whether) it matches.
-func (c *credentials) tokenValid(presented string) bool {
+// tokenKey compares the presented token's hash with every accepted one, in
+// time independent of where (or whether) it matches, and names the file
+// of the match.
+func (c *credentials) tokenKey(presented string) (string, bool) {
 	sum := sha256.Sum256([]byte(presented))
-	match := 0
-	for _, want := range *c.tokens.Load() {
-		match |= subtle.ConstantTimeCompare(sum[:], want[:])
+	tokens := *c.tokens.Load()
+	match, at := 0, 0
+	for i, want := range tokens {
+		eq := subtle.ConstantTimeCompare(sum[:], want.sum[:])
+		at = subtle.ConstantTimeSelect(eq, i, at)
+		match |= eq
 	}
-	return match == 1
+	if match != 1 {
+		return "", false
+	}
+	return tokens[at].key, true
 }
 
 func (c *credentials) verifyClient(chain []*x509.Certificate) bool {

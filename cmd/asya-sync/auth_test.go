@@ -63,11 +63,14 @@ func startSecured(t *testing.T, s *server) *secured {
 	sec := &secured{dir: dir, serverCA: testenv.NewTestCA(t, "server CA"), clientCA: testenv.NewTestCA(t, "client CA"), token: "first-token"}
 	sec.files = credentialFiles{
 		certFile: filepath.Join(dir, "tls.crt"), keyFile: filepath.Join(dir, "tls.key"),
-		clientCAFile: filepath.Join(dir, "client-ca.crt"), tokenFile: filepath.Join(dir, "token"),
+		clientCAFile: filepath.Join(dir, "client-ca.crt"), tokenDir: filepath.Join(dir, "token.d"),
 	}
 	sec.rotateServerCert(t)
 	replaceFile(t, sec.files.clientCAFile, sec.clientCA.PEM)
-	replaceFile(t, sec.files.tokenFile, []byte(sec.token+"\n"))
+	if err := os.Mkdir(sec.files.tokenDir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	replaceFile(t, filepath.Join(sec.files.tokenDir, "token"), []byte(sec.token+"\n"))
 	creds, err := newCredentials(sec.files, s.log, s.metrics.registry)
 	if err != nil {
 		t.Fatal(err)
@@ -286,15 +289,22 @@ func TestRotationUnderLoad(t *testing.T) {
 		t.Errorf("the rotated server certificate was not served")
 	}
 
-	// Token: the file lists the old and the new one while callers switch.
-	replaceFile(t, sec.files.tokenFile, []byte("first-token\nsecond-token\n"))
+	// Token: a second key of the Secret holds the new one while callers
+	// switch; then the old key goes. Calls are counted by the key they used.
+	replaceFile(t, filepath.Join(sec.files.tokenDir, "token-2"), []byte("second-token\n"))
 	settle()
 	current.Lock()
 	current.token = "second-token"
 	current.Unlock()
 	settle()
-	replaceFile(t, sec.files.tokenFile, []byte("second-token\n"))
+	if err := os.Remove(filepath.Join(sec.files.tokenDir, "token")); err != nil {
+		t.Fatal(err)
+	}
 	settle()
+	if counterValue(t, sec.creds.accepted.WithLabelValues("token")) == 0 || counterValue(t, sec.creds.accepted.WithLabelValues("token-2")) == 0 {
+		t.Errorf("accepted calls by key: token %v, token-2 %v; want both counted",
+			counterValue(t, sec.creds.accepted.WithLabelValues("token")), counterValue(t, sec.creds.accepted.WithLabelValues("token-2")))
+	}
 
 	// Client CA: a bundle of old and new while the caller switches.
 	newClientCA := testenv.NewTestCA(t, "client CA 2")
@@ -345,7 +355,10 @@ func TestBadCredentialFilesKeepTheLastGood(t *testing.T) {
 		label, path string
 		bad         []byte
 	}{
-		{"auth-token", sec.files.tokenFile, []byte("  \n")},
+		{"auth-token", filepath.Join(sec.files.tokenDir, "token"), []byte("  \n")},
+		// Old and new token on two lines, as Metacontroller would send them
+		// in one header: refused, the last good token stays.
+		{"auth-token", filepath.Join(sec.files.tokenDir, "token"), []byte(sec.token + "\nsecond-token\n")},
 		{"client-ca", sec.files.clientCAFile, []byte("not PEM")},
 		{"tls-cert", sec.files.certFile, []byte("-----BEGIN CERTIFICATE-----\nAAAA\n-----END CERTIFICATE-----\n")},
 		{"tls-cert", sec.files.keyFile, nil}, // removed
@@ -375,6 +388,13 @@ func TestCredentialFlagsAtStartup(t *testing.T) {
 	dir := t.TempDir()
 	empty := filepath.Join(dir, "empty")
 	replaceFile(t, empty, nil)
+	twoLines := filepath.Join(dir, "two-lines")
+	replaceFile(t, twoLines, []byte("old\nnew\n"))
+	emptyDir := filepath.Join(dir, "empty.d")
+	if err := os.Mkdir(emptyDir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	replaceFile(t, filepath.Join(emptyDir, "..data"), nil) // the kubelet's entries are not tokens
 	for _, tt := range []struct {
 		name  string
 		files credentialFiles
@@ -384,6 +404,9 @@ func TestCredentialFlagsAtStartup(t *testing.T) {
 		{"client CA without TLS", credentialFiles{clientCAFile: empty}, "needs --tls-cert-file"},
 		{"missing token file", credentialFiles{tokenFile: filepath.Join(dir, "nope")}, "no such file"},
 		{"empty token file", credentialFiles{tokenFile: empty}, "empty"},
+		{"two tokens in one file", credentialFiles{tokenFile: twoLines}, "more than one line"},
+		{"empty token directory", credentialFiles{tokenDir: emptyDir}, "no token file"},
+		{"missing token directory", credentialFiles{tokenDir: filepath.Join(dir, "nodir")}, "no such file"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			_, err := newCredentials(tt.files, zerolog.Nop(), newMetrics().registry)

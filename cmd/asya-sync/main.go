@@ -17,7 +17,8 @@ const usage = `asya-sync runs AsyncActors through Metacontroller hooks.
 Usage:
   asya-sync serve  [--config FILE] [--listen ADDR] [--metrics-listen ADDR]
                    [--tls-cert-file FILE --tls-key-file FILE [--client-ca-file FILE]]
-                   [--auth-token-file FILE] [--allow-unauthenticated]
+                   [--auth-token-file FILE] [--auth-token-dir DIR]
+                   [--allow-unauthenticated]
                    [--max-body-bytes N]
                    [--max-concurrent-syncs N] [--hook-timeout DURATION]
                    [--actor-status-window DURATION]
@@ -29,8 +30,9 @@ Usage:
 
 The configuration file defaults to $ASYA_SYNC_CONFIG; $ASYA_RUNTIME_SCRIPT_PATH
 replaces the embedded runtime script. The credential files default to
-$ASYA_SYNC_TLS_CERT_FILE, $ASYA_SYNC_TLS_KEY_FILE, $ASYA_SYNC_CLIENT_CA_FILE and
-$ASYA_SYNC_AUTH_TOKEN_FILE, and are read again when they change. Hook calls
+$ASYA_SYNC_TLS_CERT_FILE, $ASYA_SYNC_TLS_KEY_FILE, $ASYA_SYNC_CLIENT_CA_FILE,
+$ASYA_SYNC_AUTH_TOKEN_FILE and $ASYA_SYNC_AUTH_TOKEN_DIR (every file in it is
+an accepted token, one a file), and are read again when they change. Hook calls
 without the token or client certificate get 401; /healthz, /readyz and
 /metrics stay open. HTTPS with neither a token nor a client CA is refused
 unless --allow-unauthenticated ($ASYA_SYNC_ALLOW_UNAUTHENTICATED=true)

@@ -59,7 +59,7 @@ func parseServeFlags(args []string, stderr io.Writer) (serveFlags, error) {
 // NetworkPolicy guards the hooks) and only logs a warning.
 func (f serveFlags) checkAuth() error {
 	if f.files.tls() && !f.files.authenticates() && !f.allowUnauthenticated {
-		return errors.New("HTTPS hooks without --auth-token-file or --client-ca-file accept calls from anyone, " +
+		return errors.New("HTTPS hooks without --auth-token-file, --auth-token-dir or --client-ca-file accept calls from anyone, " +
 			"including /finalize, which deletes queues: give a token file (chart: hooks.auth.token.enabled=true) " +
 			"or a client CA (hooks.auth.mtls), or acknowledge it with --allow-unauthenticated or " +
 			"ASYA_SYNC_ALLOW_UNAUTHENTICATED=true (chart: hooks.auth.allowUnauthenticated=true)")
@@ -83,8 +83,10 @@ func serveFlagSet(f *serveFlags) *flag.FlagSet {
 	fs.StringVar(&f.files.keyFile, "tls-key-file", os.Getenv("ASYA_SYNC_TLS_KEY_FILE"), "private key of --tls-cert-file")
 	fs.StringVar(&f.files.clientCAFile, "client-ca-file", os.Getenv("ASYA_SYNC_CLIENT_CA_FILE"), "require hook calls to present a client certificate signed by this CA")
 	fs.StringVar(&f.files.tokenFile, "auth-token-file", os.Getenv("ASYA_SYNC_AUTH_TOKEN_FILE"), "require hook calls to present Authorization: Bearer <the file's content>")
+	fs.StringVar(&f.files.tokenDir, "auth-token-dir", os.Getenv("ASYA_SYNC_AUTH_TOKEN_DIR"),
+		"require hook calls to present Authorization: Bearer <the content of any file in this directory> (a mounted Secret: one token a key)")
 	fs.BoolVar(&f.allowUnauthenticated, "allow-unauthenticated", os.Getenv("ASYA_SYNC_ALLOW_UNAUTHENTICATED") == "true",
-		"serve HTTPS hooks without --auth-token-file or --client-ca-file: anyone who reaches them may call /finalize, which deletes queues")
+		"serve HTTPS hooks without a token (file or directory) or --client-ca-file: anyone who reaches them may call /finalize, which deletes queues")
 	return fs
 }
 
@@ -148,7 +150,7 @@ func newServer(f serveFlags, log zerolog.Logger) (*server, *credentials, transpo
 	if f.files.authenticates() {
 		srv.auth = creds
 	} else {
-		log.Warn().Msg("hooks accept calls from anyone: no --auth-token-file or --client-ca-file")
+		log.Warn().Msg("hooks accept calls from anyone: no --auth-token-file, --auth-token-dir or --client-ca-file")
 	}
 	return srv, creds, brokers, nil
 }
