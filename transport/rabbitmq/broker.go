@@ -265,7 +265,12 @@ func (r *Broker) address() string {
 }
 
 func (r *Broker) unavailable(err error) *transport.Error {
-	return &transport.Error{Reason: transport.ReasonBrokerUnavailable, Message: "RabbitMQ at " + r.address(), Err: err}
+	message := "RabbitMQ at " + r.address()
+	if isAMQPCode(err, amqp.AccessRefused) {
+		// Only the login answers ACCESS_REFUSED outside a queue step.
+		message += ": " + loginRefused(r.cfg.Username, r.cfg.Host)
+	}
+	return &transport.Error{Reason: transport.ReasonBrokerUnavailable, Message: message, Err: err}
 }
 
 // amqpStepError says what a broker error was about.
