@@ -75,12 +75,13 @@ python_layer() {
   log "Python rootfs built in $((SECONDS - start))s ($(du -h "$out" | cut -f1))"
 }
 
-# image_archive OUT REF CONFIG LAYER...: a docker-archive tarball (what
+# image_archive OUT REFS CONFIG LAYER...: a docker-archive tarball (what
 # `docker save` writes and `ctr images import` reads) of the layers, in
 # order, with the image config CONFIG (a JSON object: Entrypoint, Cmd,
-# Env, User, WorkingDir).
+# Env, User, WorkingDir), named by each of REFS (space-separated).
 image_archive() {
-  local out=$1 ref=$2 config=$3 dir diffs="" layers="" i=0 layer sum
+  local out=$1 refs="" config=$3 dir diffs="" layers="" i=0 layer sum ref
+  for ref in $2; do refs+="${refs:+,}\"$ref\""; done
   shift 3
   dir=$(mktemp -d "$SCRATCH/image.XXXX")
   for layer in "$@"; do
@@ -94,7 +95,7 @@ image_archive() {
     "$config" "$diffs" >"$dir/config.json"
   sum=$(sha256sum "$dir/config.json" | cut -d' ' -f1)
   mv "$dir/config.json" "$dir/$sum.json"
-  printf '[{"Config":"%s.json","RepoTags":["%s"],"Layers":[%s]}]' "$sum" "$ref" "$layers" >"$dir/manifest.json"
+  printf '[{"Config":"%s.json","RepoTags":[%s],"Layers":[%s]}]' "$sum" "$refs" "$layers" >"$dir/manifest.json"
   tar -C "$dir" -cf "$out" .
   rm -rf "$dir"
 }
@@ -119,9 +120,26 @@ passwd_files() {
   return 0
 }
 
+# quickstart_*: the images the README's quick start names, which the
+# node tier runs as printed: the example actor's Python image, the chart's
+# default asya-sync image and the sidecar of examples/values-rabbitmq.yaml.
+quickstart_python() {
+  echo "docker.io/library/$(sed -n 's/^ *image: *//p' examples/hello-actor.yaml)"
+}
+quickstart_service() {
+  local repo version
+  repo=$(sed -n 's/^  repository: *//p' chart/values.yaml | head -1)
+  version=$(sed -n 's/^appVersion: *"\{0,1\}\([^"]*\)"\{0,1\}$/\1/p' chart/Chart.yaml)
+  echo "$repo:$version"
+}
+quickstart_sidecar() {
+  sed -n 's/^  sidecarImage: *//p' examples/values-rabbitmq.yaml
+}
+
 # build_node_images writes every image the node tier imports into
 # $NODE_CACHE/images, and exports ASYA_E2E_NODE_IMAGES. The references are
-# e2e.local/<name>:e2e; the tests name them the same way.
+# e2e.local/<name>:e2e; the tests name them the same way. The quick start's
+# images are the same ones under the names it prints (quickstart_*).
 #   pause      the pod sandbox (e2e/pause)
 #   runtime    Debian's python3 with the test handlers baked in at /app
 #   sidecar    the test sidecar (e2e/sidecar)
@@ -143,11 +161,15 @@ build_node_images() {
   image_archive "$images/runtime.tar" e2e.local/runtime:e2e \
     '{"Env":["PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin","PYTHONPATH=/app","PYTHONUNBUFFERED=1"],"WorkingDir":"/app","User":"1000:1000"}' \
     "$NODE_CACHE/python-layer.tar" "$SCRATCH/handlers.tar"
+  # The stock Python image: Debian's python3 alone, as root, no handlers.
+  image_archive "$images/python.tar" "$(quickstart_python)" \
+    '{"Env":["PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin","LANG=C.UTF-8"],"Cmd":["python3"]}' \
+    "$NODE_CACHE/python-layer.tar"
 
   d=$SCRATCH/sidecar && mkdir -p "$d"
   go_static ./e2e/sidecar "$d/asya-sidecar"
   layer_of "$d" "$SCRATCH/sidecar.tar"
-  image_archive "$images/sidecar.tar" e2e.local/sidecar:e2e '{"Entrypoint":["/asya-sidecar"],"User":"1000:1000"}' "$SCRATCH/sidecar.tar"
+  image_archive "$images/sidecar.tar" "e2e.local/sidecar:e2e $(quickstart_sidecar)" '{"Entrypoint":["/asya-sidecar"],"User":"1000:1000"}' "$SCRATCH/sidecar.tar"
 
   # The Dockerfile's final stage: the static binary at /asya-sync on a
   # distroless-like base, user nonroot, the same entrypoint and command.
@@ -156,7 +178,7 @@ build_node_images() {
   passwd_files "$d"
   layer_of "$d" "$SCRATCH/asya-sync.tar"
   local service_config='{"Entrypoint":["/asya-sync","serve"],"Cmd":["--config","/etc/asya-sync/config/config.yaml","--listen",":8080"],"User":"nonroot:nonroot","ExposedPorts":{"8080/tcp":{}}}'
-  image_archive "$images/asya-sync.tar" e2e.local/asya-sync:e2e "$service_config" "$SCRATCH/asya-sync.tar"
+  image_archive "$images/asya-sync.tar" "e2e.local/asya-sync:e2e $(quickstart_service)" "$service_config" "$SCRATCH/asya-sync.tar"
   # The same service with another runtime script, as its next release
   # would embed one; the tests point ASYA_RUNTIME_SCRIPT_PATH at it.
   d=$SCRATCH/asya-sync-next && mkdir -p "$d/e2e"

@@ -57,10 +57,16 @@ func ensureNamespace(t *testing.T, ctx context.Context, ns string, secrets bool)
 func loadActor(t *testing.T, path, ns string) obj {
 	t.Helper()
 	docs, err := readYAMLDocs(path)
-	if err != nil || len(docs) != 1 {
-		t.Fatalf("%s: %v (%d documents)", path, err, len(docs))
+	var actors []obj
+	for _, d := range docs {
+		if str(d, "kind") == "AsyncActor" {
+			actors = append(actors, d)
+		}
 	}
-	a := docs[0]
+	if err != nil || len(actors) != 1 {
+		t.Fatalf("%s: %v (%d AsyncActor documents, want 1)", path, err, len(actors))
+	}
+	a := actors[0]
 	mapAt(a, "metadata")["namespace"] = ns
 	return a
 }

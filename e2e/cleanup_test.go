@@ -38,6 +38,11 @@ func finalizeLeftovers() (ok bool) {
 		fmt.Fprintln(os.Stderr, "e2e cleanup: list actors:", err)
 		return false
 	}
+	if env.driver == nil && len(actors) > 0 {
+		// The node tier's tests finalize their own actors.
+		fmt.Fprintf(os.Stderr, "e2e cleanup: %d actors left behind, none finalized\n", len(actors))
+		return false
+	}
 	failed := 0
 	for _, a := range actors {
 		id := str(a, "metadata", "namespace") + "/" + str(a, "metadata", "name")

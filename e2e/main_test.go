@@ -248,6 +248,12 @@ func setup() (e *testEnv, skip bool, err error) {
 			e.timed("KEDA metrics server, through the aggregation layer", t)
 		}
 	}
+	if nodeWanted() {
+		// The node tier's cluster has no asya-sync until a test installs
+		// one from the chart, as a new user's cluster has.
+		e.timed("setup total", start)
+		return e, false, nil
+	}
 	t = time.Now()
 	if err := e.helmInstall(ctx); err != nil {
 		return e, false, err

@@ -144,10 +144,16 @@ func installNodeService(ctx context.Context) (*driver, error) {
 	if err != nil {
 		return nil, err
 	}
-	for _, wh := range d.hooks {
-		wh.client.Transport.(*http.Transport).DialContext = dialNodeService
-	}
+	dialServicePods(d, nodeServiceNS, nodeServiceSelector)
 	return d, nil
+}
+
+// dialServicePods points the driver's hooks at the Ready pods of a service
+// (there is no kube-proxy on the node).
+func dialServicePods(d *driver, ns, selector string) {
+	for _, wh := range d.hooks {
+		wh.client.Transport.(*http.Transport).DialContext = dialPods(ns, selector)
+	}
 }
 
 // helmNodeService installs or upgrades the service and waits until a new
@@ -183,20 +189,22 @@ func helmNodeService(ctx context.Context, verb string, r nodeSetup) error {
 
 const nodeServiceSelector = "app.kubernetes.io/instance=" + nodeRelease
 
-// dialNodeService connects to a Ready pod of the service, whatever the
-// address asked for, as a Service's endpoints would route it.
-func dialNodeService(ctx context.Context, network, _ string) (net.Conn, error) {
-	pods, err := env.cluster.client.list(ctx, podsGVR, nodeServiceNS, nodeServiceSelector)
-	if err != nil {
-		return nil, err
-	}
-	for _, p := range pods {
-		if podReady(p) && field(p, "metadata", "deletionTimestamp") == nil {
-			d := net.Dialer{Timeout: 5 * time.Second}
-			return d.DialContext(ctx, network, net.JoinHostPort(str(p, "status", "podIP"), "8080"))
+// dialPods connects to a Ready pod of the selector, whatever the address
+// asked for, as a Service's endpoints would route it.
+func dialPods(ns, selector string) func(context.Context, string, string) (net.Conn, error) {
+	return func(ctx context.Context, network, _ string) (net.Conn, error) {
+		pods, err := env.cluster.client.list(ctx, podsGVR, ns, selector)
+		if err != nil {
+			return nil, err
 		}
+		for _, p := range pods {
+			if podReady(p) && field(p, "metadata", "deletionTimestamp") == nil {
+				d := net.Dialer{Timeout: 5 * time.Second}
+				return d.DialContext(ctx, network, net.JoinHostPort(str(p, "status", "podIP"), "8080"))
+			}
+		}
+		return nil, fmt.Errorf("no Ready pod of %s in %s", selector, ns)
 	}
-	return nil, fmt.Errorf("no Ready pod of %s in %s", nodeRelease, nodeServiceNS)
 }
 
 var podsGVR = gvr{APIVersion: "v1", Resource: "pods", Kind: "Pod", Namespaced: true}

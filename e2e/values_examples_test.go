@@ -79,6 +79,9 @@ func TestExampleValues(t *testing.T) {
 					t.Fatal(err)
 				}
 				for _, d := range docs {
+					if str(d, "kind") != "Secret" {
+						continue
+					}
 					mapAt(d, "metadata")["namespace"] = ns
 					mapAt(d, "stringData")["password"] = "guest"
 					if _, err := k.apply(ctx, d, "e2e"); err != nil {

@@ -10,6 +10,7 @@ import (
 	"os"
 	"strings"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"sigs.k8s.io/yaml"
 
@@ -124,7 +125,7 @@ func readActors(path string) ([]*v1alpha1.AsyncActor, error) {
 		if err != nil {
 			return nil, fmt.Errorf("%s: document %d: %w", path, i, err)
 		}
-		if len(bytes.TrimSpace(doc)) == 0 {
+		if len(bytes.TrimSpace(doc)) == 0 || !isActor(doc) {
 			continue
 		}
 		actor, err := decodeActor(doc)
@@ -137,6 +138,15 @@ func readActors(path string) ([]*v1alpha1.AsyncActor, error) {
 		return nil, fmt.Errorf("%s: no AsyncActor documents", path)
 	}
 	return actors, nil
+}
+
+// isActor: a manifest stream applied with kubectl often carries other
+// objects beside its actors (an example's handler ConfigMap); render skips
+// them. An AsyncActor of the wrong apiVersion is still an actor, and an
+// error.
+func isActor(doc []byte) bool {
+	var tm metav1.TypeMeta
+	return yaml.Unmarshal(doc, &tm) != nil || tm.Kind == "AsyncActor" || tm.Kind == ""
 }
 
 // decodeActor reads an actor a person wrote: a misspelled field is an

@@ -24,6 +24,7 @@ func TestRenderExample(t *testing.T) {
 			t.Errorf("render output lacks %q", kind)
 		}
 	}
+	// The example's handler ConfigMap is not an actor: render skips it.
 	if got := len(regexp.MustCompile(`(?m)^---$`).FindAllString(text, -1)); got != 3 {
 		t.Errorf("render printed %d documents, want 3", got)
 	}
@@ -67,7 +68,8 @@ func TestRenderRejects(t *testing.T) {
 		{"env entries Metacontroller's apply would merge", "apiVersion: asya.sh/v1alpha1\nkind: AsyncActor\nmetadata: {name: a}\nspec: {transport: rabbitmq, workload: {template: {spec: {containers: [{name: asya-runtime, image: x, env: [{name: A}, {name: A, value: b}]}]}}}}\n",
 			`share name "A"`},
 		{"unknown field", "apiVersion: asya.sh/v1alpha1\nkind: AsyncActor\nmetadata: {name: a}\nspec: {transprt: rabbitmq}\n", `unknown field "transprt"`},
-		{"other kind", "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: a}\n", `is v1 "ConfigMap", want asya.sh/v1alpha1 "AsyncActor"`},
+		{"only other kinds", "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: a}\n", "no AsyncActor documents"},
+		{"actor of another version", "apiVersion: asya.sh/v1\nkind: AsyncActor\nmetadata: {name: a}\n", `is asya.sh/v1 "AsyncActor", want asya.sh/v1alpha1 "AsyncActor"`},
 		{"no name", "apiVersion: asya.sh/v1alpha1\nkind: AsyncActor\nspec: {transport: rabbitmq}\n", "no metadata.name"},
 		{"empty", "", "no AsyncActor documents"},
 	}
