@@ -12,9 +12,9 @@ import (
 	"github.com/asya-sh/asya-sync/api/v1alpha1"
 )
 
-// podErrorOrder ranks the statuses a pod problem leads to, as docs/design.md#status
-// orders them: the first that applies to any pod is the actor's.
-var podErrorOrder = []string{ImagePullError, RuntimeError, SidecarError, PendingResources, VolumeError, ConfigError, WorkloadError}
+// podErrorOrder ranks the statuses a pod problem leads to, in Order: the
+// first that applies to any pod is the actor's.
+var podErrorOrder = slices.Clone(Order[slices.Index(Order, ImagePullError) : slices.Index(Order, WorkloadError)+1])
 
 func rank(status string) int { return slices.Index(podErrorOrder, status) }
 

@@ -15,10 +15,9 @@ import (
 	"github.com/asya-sh/asya-sync/api/v1alpha1"
 )
 
-// Status values (docs/design.md#status), in the order in which they are chosen.
+// Status values (docs/design.md#status).
 const (
 	Terminating      = "Terminating"
-	Creating         = "Creating"
 	TransportError   = "TransportError"
 	ImagePullError   = "ImagePullError"
 	RuntimeError     = "RuntimeError"
@@ -27,6 +26,7 @@ const (
 	VolumeError      = "VolumeError"
 	ConfigError      = "ConfigError"
 	WorkloadError    = "WorkloadError"
+	Creating         = "Creating"
 	ScalingError     = "ScalingError"
 	Napping          = "Napping"
 	ScalingUp        = "ScalingUp"
@@ -35,6 +35,18 @@ const (
 	Degraded         = "Degraded"
 	Running          = "Running"
 )
+
+// Order is every status value in the order statusValue chooses them: the
+// first that applies is the actor's. The CRD's description of
+// status.status (what kubectl explain prints) and docs/design.md#status
+// list them in this order; a test holds them to it.
+var Order = []string{
+	Terminating, TransportError,
+	ImagePullError, RuntimeError, SidecarError, PendingResources, VolumeError, ConfigError, WorkloadError,
+	Creating, ScalingError,
+	Napping, ScalingUp, ScalingDown, Updating, Degraded,
+	Running,
+}
 
 // Condition types.
 const (

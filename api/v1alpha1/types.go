@@ -385,9 +385,9 @@ type AsyncActorStatus struct {
 	Conditions []metav1.Condition `json:"conditions,omitempty"`
 
 	// Status is the one-word summary kubectl shows, the first that applies
-	// of: Terminating, Creating, TransportError, ImagePullError,
-	// RuntimeError, SidecarError, PendingResources, VolumeError,
-	// ConfigError, WorkloadError, ScalingError, Napping, ScalingUp,
+	// of: Terminating, TransportError, ImagePullError, RuntimeError,
+	// SidecarError, PendingResources, VolumeError, ConfigError,
+	// WorkloadError, Creating, ScalingError, Napping, ScalingUp,
 	// ScalingDown, Updating, Degraded, Running.
 	// +optional
 	Status string `json:"status,omitempty"`
