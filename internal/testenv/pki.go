@@ -49,6 +49,15 @@ func NewCA(name string) (*CA, error) {
 // Issue returns a leaf certificate and its key in PEM. A server certificate
 // (usage ExtKeyUsageServerAuth) names 127.0.0.1 and localhost.
 func (ca *CA) Issue(cn string, usage x509.ExtKeyUsage) (certPEM, keyPEM []byte, err error) {
+	return ca.issue(cn, usage, nil)
+}
+
+// IssueServer returns a server certificate for dnsNames and its key in PEM.
+func (ca *CA) IssueServer(dnsNames ...string) (certPEM, keyPEM []byte, err error) {
+	return ca.issue(dnsNames[0], x509.ExtKeyUsageServerAuth, dnsNames)
+}
+
+func (ca *CA) issue(cn string, usage x509.ExtKeyUsage, dnsNames []string) (certPEM, keyPEM []byte, err error) {
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
 		return nil, nil, err
@@ -58,7 +67,10 @@ func (ca *CA) Issue(cn string, usage x509.ExtKeyUsage) (certPEM, keyPEM []byte, 
 		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
 		KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{usage},
 	}
-	if usage == x509.ExtKeyUsageServerAuth {
+	switch {
+	case dnsNames != nil:
+		tmpl.DNSNames = dnsNames
+	case usage == x509.ExtKeyUsageServerAuth:
 		tmpl.IPAddresses = []net.IP{net.IPv4(127, 0, 0, 1)}
 		tmpl.DNSNames = []string{"localhost"}
 	}
