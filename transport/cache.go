@@ -10,7 +10,7 @@ import (
 )
 
 // Cached trusts a successful Ensure of a queue with the same settings for
-// a TTL, so that a steady-state sync makes no broker call; a queue deleted
+// a TTL, so that a steady-state sync ensures nothing; a queue deleted
 // by hand comes back once the TTL has passed. Concurrent Ensures of the
 // same queue and settings share one broker call. Counts are kept for
 // CountsTTL: every change of a count is a status write, and every status
