@@ -31,6 +31,16 @@ type Input struct {
 	// annotation of the pod template, or an init container of RuntimeImage.
 	Runtime      asyaruntime.Delivery
 	RuntimeImage string
+	// RuntimeUpdate is the service's runtimeUpdate: whether a new runtime
+	// waits for the pods' next roll (Pinned, also when empty) or rolls
+	// them (Immediate). The actor's AnnotationRuntimeUpdate overrides it.
+	RuntimeUpdate asyaruntime.Update
+	// Running is the runtime the pods were given, from the observed
+	// children; nil when no workload is observed. KeepRunning may put it
+	// in place of RuntimeScript, RuntimeHash and RuntimeImage, and then
+	// sets pending, the current runtime the pods do not run.
+	Running *Running
+	pending string
 	// ScalingActive: KEDA owns the replica count (spec.scaling.enabled, the
 	// cluster has KEDA, the actor owns its queue), so the workload leaves
 	// replicas to KEDA's HPA and a ScaledObject is built. Otherwise the

@@ -12,8 +12,9 @@ import (
 	asyaruntime "github.com/asya-sh/asya-sync/runtime"
 )
 
-// AnnotationRuntimeHash rolls the pods when the runtime script changes: a
-// subPath mount never sees ConfigMap updates.
+// AnnotationRuntimeHash rolls the pods when the runtime script they are
+// given changes (a subPath mount never sees ConfigMap updates), and says
+// which script they run. Which one they are given: KeepRunning.
 const AnnotationRuntimeHash = "asya.sh/runtime-hash"
 
 // AnnotationRuntimeScript holds the script itself on the pod template when
@@ -32,9 +33,11 @@ func Workload(in Input, tmpl corev1.PodTemplateSpec) Object {
 
 // Deployment returns the actor's workload as a Deployment.
 func Deployment(in Input, tmpl corev1.PodTemplateSpec) *appsv1.Deployment {
+	meta := in.objectMeta(in.Actor.Name)
+	meta.Annotations = in.workloadAnnotations(tmpl)
 	return &appsv1.Deployment{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "apps/v1", Kind: v1alpha1.KindDeployment},
-		ObjectMeta: in.objectMeta(in.Actor.Name),
+		ObjectMeta: meta,
 		Spec: appsv1.DeploymentSpec{
 			Replicas: in.replicas(),
 			Selector: &metav1.LabelSelector{MatchLabels: in.selectorLabels()},

@@ -8,9 +8,7 @@
 package runtime
 
 import (
-	"crypto/sha256"
 	_ "embed"
-	"encoding/hex"
 	"fmt"
 	"os"
 )
@@ -56,6 +54,5 @@ func Load(path string) (Script, error) {
 }
 
 func newScript(src string) Script {
-	sum := sha256.Sum256([]byte(src))
-	return Script{Source: src, Hash: hex.EncodeToString(sum[:])}
+	return Script{Source: src, Hash: Hash(src)}
 }

@@ -58,6 +58,28 @@ func TestEmbedded(t *testing.T) {
 	}
 }
 
+// TestSpeaksHTTP: each embedded script is told apart by the protocol it
+// serves, which decides whether a script running in an actor's pods may
+// stand in for the current one.
+func TestSpeaksHTTP(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		src  string
+		want bool
+	}{
+		{"asya_runtime.py", Embedded().Source, false},
+		{"asya_runtime_http.py", EmbeddedHTTP().Source, true},
+		{"from-import", "import os\nfrom http.server import BaseHTTPRequestHandler\n", true},
+		{"indented", "try:\n    import http.server\nexcept ImportError:\n    pass\n", true},
+		{"mentioned only", "# no http.server here\nimport socket\n", false},
+		{"other module", "import http.client\n", false},
+	} {
+		if got := SpeaksHTTP(tc.src); got != tc.want {
+			t.Errorf("SpeaksHTTP(%s) = %v, want %v", tc.name, got, tc.want)
+		}
+	}
+}
+
 func TestLoad(t *testing.T) {
 	dir := t.TempDir()
 	write := func(name, content string) string {

@@ -57,6 +57,7 @@ func (h *Handler) assess(req *hook.SyncRequest) *assessment {
 	a.transport, a.queue, a.found = h.transportOf(a.actor.Spec.Transport)
 	if a.found {
 		a.problems = append(a.problems, validate(a.actor.Name, a.actor.Spec, a.transport)...)
+		a.problems = append(a.problems, validateRuntimeUpdate(a.actor)...)
 		a.secretProblems = a.checkSecrets()
 		owner, mine := transport.Owner(a.actor, req.Related.AsyncActors.List(), h.Config.FlatActors.Transport)
 		a.owner, a.standby = owner, !mine
@@ -66,7 +67,7 @@ func (h *Handler) assess(req *hook.SyncRequest) *assessment {
 	}
 	a.scalingActive = a.actor.Spec.Scaling.On() && !a.kedaMissing() && !a.standby
 	if a.valid() {
-		a.build = h.childrenInput(a)
+		a.build = children.KeepRunning(h.childrenInput(a))
 		a.template = children.PodTemplate(a.build)
 		a.checkPodSecurity()
 	}
@@ -101,6 +102,8 @@ func (h *Handler) childrenInput(a *assessment) children.Input {
 		RuntimeHash:            h.Script.Hash,
 		Runtime:                h.Config.RuntimeDelivery,
 		RuntimeImage:           h.Config.RuntimeImage,
+		RuntimeUpdate:          h.Config.RuntimeUpdate,
+		Running:                a.running(),
 		ScalingActive:          a.scalingActive,
 		Standby:                a.standby,
 	}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/asya-sh/asya-sync/api/hook"
 	"github.com/asya-sh/asya-sync/api/v1alpha1"
+	"github.com/asya-sh/asya-sync/children"
 	"github.com/asya-sh/asya-sync/status"
 	"github.com/asya-sh/asya-sync/transport"
 )
@@ -50,6 +51,41 @@ func (a *assessment) observedWorkload() *status.Workload {
 		return status.WorkloadFromDeployment(d.Typed())
 	}
 	return nil
+}
+
+// running is the runtime the actor's pods were given, read off its
+// observed workload of the spec's kind and runtime ConfigMap; nil without
+// such a workload.
+func (a *assessment) running() *children.Running {
+	cm := hook.Get(a.req.Children.ConfigMaps, children.RuntimeConfigMapName(a.actor.Name))
+	if a.actor.Spec.Workload.Kind == v1alpha1.KindStatefulSet {
+		if sts := hook.Get(a.req.Children.StatefulSets, a.actor.Name); sts != nil {
+			return runningOf(&sts.Workload, cm)
+		}
+		return nil
+	}
+	if d := hook.Get(a.req.Children.Deployments, a.actor.Name); d != nil {
+		return runningOf(&d.Workload, cm)
+	}
+	return nil
+}
+
+func runningOf[S any](w *hook.Workload[S], cm *hook.ConfigMap) *children.Running {
+	tmpl := w.Spec.Template
+	r := &children.Running{
+		TemplateHash:   w.Metadata.Annotations.TemplateHash,
+		Hash:           tmpl.Metadata.Annotations.RuntimeHash,
+		TemplateScript: tmpl.Metadata.Annotations.RuntimeScript,
+	}
+	if cm != nil {
+		r.ConfigMapScript = cm.Data.RuntimeScript
+	}
+	for _, c := range tmpl.Spec.InitContainers {
+		if c.Name == children.RuntimeWriterContainer {
+			r.WriterImage, r.WriterCommand = c.Image, c.Command
+		}
+	}
+	return r
 }
 
 func (a *assessment) scaledObject() *kedav1alpha1.ScaledObject {

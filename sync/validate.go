@@ -8,6 +8,7 @@ import (
 	"github.com/asya-sh/asya-sync/api/v1alpha1"
 	"github.com/asya-sh/asya-sync/children"
 	"github.com/asya-sh/asya-sync/config"
+	asyaruntime "github.com/asya-sh/asya-sync/runtime"
 )
 
 const templatePath = "spec.workload.template.spec"
@@ -145,4 +146,15 @@ func validateClaims(w v1alpha1.WorkloadSpec) []string {
 		}
 	}
 	return problems
+}
+
+// validateRuntimeUpdate checks the actor's own runtime update policy, an
+// annotation the CRD cannot check (docs/upgrade.md).
+func validateRuntimeUpdate(actor *v1alpha1.AsyncActor) []string {
+	v, ok := actor.Annotations[children.AnnotationRuntimeUpdate]
+	if !ok || asyaruntime.Update(v).Valid() {
+		return nil
+	}
+	return []string{fmt.Sprintf("metadata.annotations[%s]: %q is not %s or %s",
+		children.AnnotationRuntimeUpdate, v, asyaruntime.Immediate, asyaruntime.Pinned)}
 }

@@ -42,6 +42,7 @@ type ObservedChildren struct {
 	Deployments   Group[Deployment]   `json:"Deployment.apps/v1"`
 	StatefulSets  Group[StatefulSet]  `json:"StatefulSet.apps/v1"`
 	ScaledObjects Group[ScaledObject] `json:"ScaledObject.keda.sh/v1alpha1"`
+	ConfigMaps    Group[ConfigMap]    `json:"ConfigMap.v1"`
 }
 
 // ObservedRelated are the related groups the hook reads.
@@ -103,14 +104,47 @@ func (m ObjectMeta) objectMeta() metav1.ObjectMeta {
 		CreationTimestamp: m.CreationTimestamp, DeletionTimestamp: m.DeletionTimestamp}
 }
 
-// Workload is what the status reads of a Deployment or StatefulSet; S is
+// Workload is what the status reads of a Deployment or StatefulSet, and
+// what its pods were given of the runtime script (docs/upgrade.md); S is
 // the kind's status type.
 type Workload[S any] struct {
-	Object
+	Metadata struct {
+		ObjectMeta
+		Annotations struct {
+			// TemplateHash is children.AnnotationTemplateHash.
+			TemplateHash string `json:"asya.sh/template-hash"`
+		} `json:"annotations"`
+	} `json:"metadata"`
 	Spec struct {
-		Replicas *int32 `json:"replicas"`
+		Replicas *int32      `json:"replicas"`
+		Template PodTemplate `json:"template"`
 	} `json:"spec"`
 	Status S `json:"status"`
+}
+
+func (w *Workload[S]) meta() *ObjectMeta { return &w.Metadata.ObjectMeta }
+
+// PodTemplate is what a workload's pod template says of the runtime
+// script: its hash and, delivered that way, the script itself
+// (children.AnnotationRuntimeHash and AnnotationRuntimeScript), and the
+// init containers, one of which may write it.
+type PodTemplate struct {
+	Metadata struct {
+		Annotations struct {
+			RuntimeHash   string `json:"asya.sh/runtime-hash"`
+			RuntimeScript string `json:"asya.sh/runtime-script"`
+		} `json:"annotations"`
+	} `json:"metadata"`
+	Spec struct {
+		InitContainers []Container `json:"initContainers"`
+	} `json:"spec"`
+}
+
+// Container is a container's name, image and command.
+type Container struct {
+	Name    string   `json:"name"`
+	Image   string   `json:"image"`
+	Command []string `json:"command"`
 }
 
 // Deployment is the workload as a Deployment.
@@ -133,6 +167,15 @@ type StatefulSet struct {
 func (s *StatefulSet) Typed() *appsv1.StatefulSet {
 	return &appsv1.StatefulSet{ObjectMeta: s.Metadata.objectMeta(),
 		Spec: appsv1.StatefulSetSpec{Replicas: s.Spec.Replicas}, Status: s.Status}
+}
+
+// ConfigMap is a ConfigMap child: the runtime script it holds
+// (children.RuntimeScriptKey), the only key the hook reads.
+type ConfigMap struct {
+	Object
+	Data struct {
+		RuntimeScript string `json:"asya_runtime.py"`
+	} `json:"data"`
 }
 
 // ScaledObject is what the status reads of KEDA's verdict.
