@@ -66,7 +66,7 @@ build_tools() {
     log "tools up to date in $BIN"
     return
   fi
-  log "building ${TOOLS[*]} into $BIN (a cold build takes several minutes)"
+  log "building ${TOOLS[*]} into $BIN (cold: docs/testing.md#how-long)"
   local start=$SECONDS
   (
     cd e2e/tools
@@ -110,7 +110,7 @@ build_keda() {
     log "KEDA $KEDA_VERSION up to date in $out"
     return
   fi
-  log "building KEDA $KEDA_VERSION operator and webhooks into $out (a cold build takes 5 to 11 minutes)"
+  log "building KEDA $KEDA_VERSION operator and webhooks into $out (cold: docs/testing.md#how-long)"
   local start=$SECONDS src
   module_dir "github.com/kedacore/keda/v2@$KEDA_VERSION" cmd/operator || missing "KEDA $KEDA_VERSION could not be downloaded"
   src=$SCRATCH/keda-src

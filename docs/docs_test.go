@@ -1,0 +1,184 @@
+// Package docs holds tests of the documents themselves: figures that must
+// come from one place, so that a document that drifts fails the build.
+package docs
+
+import (
+	"io/fs"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+// root is the repository, seen from this directory.
+const root = ".."
+
+// howLongMarker is the line above docs/testing.md's table of build and run
+// times, the one place that states them.
+const howLongMarker = "<!-- how-long -->"
+
+var (
+	// duration is a time span as the documents write one: "491 s",
+	// "35–51 s", "about 2 min 30 s", "5 to 11 minutes".
+	duration = regexp.MustCompile(`\b\d+(?:[.,]\d+)?(?:\s*(?:to|–|-)\s*\d+(?:[.,]\d+)?)?\s*(?:s|seconds?|min|minutes?|h|hours?)\b`)
+	// timeTopic marks a sentence about how long building or running the
+	// tests takes.
+	timeTopic = regexp.MustCompile(`(?i)\bcold\b|\bwarm\b|\.ci/run\b|make (?:test|e2e)\b|\.ci/e2e\.sh (?:tools|node)\b|\bfirst build\b|\bbuilds? (?:the|in|takes?|took)\b|\b(?:api|node|e2e|unit|whole) tier\b`)
+	// sentenceEnd splits a paragraph into sentences.
+	sentenceEnd = regexp.MustCompile(`[.;]\s+`)
+)
+
+// TestBuildTimesInOnePlace: build and test-run times are stated only in
+// docs/testing.md's "How long" table (and the cold total worked out from
+// it, which must add up); every other document links there.
+func TestBuildTimesInOnePlace(t *testing.T) {
+	table, rest := cutTable(t, readDoc(t, "docs/testing.md"), howLongMarker)
+	checkColdTotal(t, table, rest)
+
+	for _, file := range documents(t) {
+		text := readDoc(t, file)
+		if file == "docs/testing.md" {
+			text = rest
+		}
+		for _, s := range sentences(text) {
+			if file == "docs/testing.md" && coldTotal.MatchString(s) {
+				continue
+			}
+			if d := duration.FindString(s); d != "" && timeTopic.MatchString(s) {
+				t.Errorf("%s quotes a build or test time (%q in %q): state it in docs/testing.md#how-long and link there", file, d, clip(s))
+			}
+		}
+	}
+}
+
+// coldTotal is the sentence that adds the table up.
+var coldTotal = regexp.MustCompile("A cold `\\.ci/run` is the cold builds plus a warm run, (\\d+)–(\\d+) s")
+
+// checkColdTotal: the cold total is the sum of the cold build rows and
+// the warm .ci/run row.
+func checkColdTotal(t *testing.T, table []string, rest string) {
+	t.Helper()
+	var lo, hi float64
+	var builds, run int
+	for _, row := range table {
+		cells := strings.Split(strings.Trim(row, "|"), "|")
+		if len(cells) != 3 {
+			continue
+		}
+		what, cmd, took := strings.TrimSpace(cells[0]), strings.TrimSpace(cells[1]), strings.TrimSpace(cells[2])
+		switch {
+		case strings.HasPrefix(what, "build: "):
+			builds++
+		case cmd == "`bash .ci/run`":
+			run++
+		default:
+			continue
+		}
+		a, b, ok := secondsRange(took)
+		if !ok {
+			t.Errorf("docs/testing.md: %q: time %q is not in seconds", what, took)
+		}
+		lo, hi = lo+a, hi+b
+	}
+	if builds == 0 || run != 1 {
+		t.Fatalf("docs/testing.md#how-long: %d build rows and %d .ci/run rows, want some and one", builds, run)
+	}
+	m := coldTotal.FindStringSubmatch(strings.Join(strings.Fields(rest), " "))
+	if m == nil {
+		t.Fatalf("docs/testing.md: no sentence matching %s", coldTotal)
+	}
+	if m[1] != strconv.Itoa(int(lo)) || m[2] != strconv.Itoa(int(hi)) {
+		t.Errorf("docs/testing.md: a cold .ci/run is %s–%s s by its sentence, %d–%d s by the table", m[1], m[2], int(lo), int(hi))
+	}
+}
+
+// secondsRange reads "491 s" or "35–51 s".
+func secondsRange(cell string) (lo, hi float64, ok bool) {
+	m := regexp.MustCompile(`^(\d+)(?:–(\d+))? s$`).FindStringSubmatch(cell)
+	if m == nil {
+		return 0, 0, false
+	}
+	lo, _ = strconv.ParseFloat(m[1], 64)
+	hi = lo
+	if m[2] != "" {
+		hi, _ = strconv.ParseFloat(m[2], 64)
+	}
+	return lo, hi, true
+}
+
+// documents are the repository's Markdown files, the CI scripts, the
+// Makefile and the example values: what a reader or a log shows.
+func documents(t *testing.T) []string {
+	t.Helper()
+	var out []string
+	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(root, path)
+		if d.IsDir() {
+			switch d.Name() {
+			case ".git", ".cache", "node_modules", "testdata":
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		if strings.HasSuffix(rel, ".md") || strings.HasPrefix(rel, ".ci/") || rel == "Makefile" ||
+			(strings.HasPrefix(rel, "examples/") && strings.HasSuffix(rel, ".yaml")) {
+			out = append(out, filepath.ToSlash(rel))
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+func readDoc(t *testing.T, rel string) string {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join(root, rel))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(data)
+}
+
+// cutTable returns the table rows that follow marker, and the text
+// without them.
+func cutTable(t *testing.T, text, marker string) (rows []string, rest string) {
+	t.Helper()
+	before, after, ok := strings.Cut(text, marker+"\n")
+	if !ok {
+		t.Fatalf("no %s", marker)
+	}
+	lines := strings.Split(after, "\n")
+	i := 0
+	for i < len(lines) && strings.HasPrefix(lines[i], "|") {
+		i++
+	}
+	return lines[:i], before + strings.Join(lines[i:], "\n")
+}
+
+// sentences splits text into paragraphs (table rows are paragraphs of
+// their own) and those into sentences, whitespace folded.
+func sentences(text string) []string {
+	var out []string
+	for _, para := range regexp.MustCompile(`\n\s*\n|\n(?:\|)`).Split(text, -1) {
+		for _, s := range sentenceEnd.Split(strings.Join(strings.Fields(para), " "), -1) {
+			if s != "" {
+				out = append(out, s)
+			}
+		}
+	}
+	return out
+}
+
+func clip(s string) string {
+	if len(s) > 160 {
+		return s[:160] + "…"
+	}
+	return s
+}
