@@ -182,3 +182,96 @@ func clip(s string) string {
 	}
 	return s
 }
+
+// figure is a measured quantity or ratio as docs/performance.md writes
+// one, or a chain of them sharing a unit: "0.893 ms", "51–52 MB",
+// "3.4 to 4.9 s", "195 → 235 → 260 syncs/s", "184,427 bytes", "1.85×".
+var figure = regexp.MustCompile(`(?:^|[^\w.+-])(\d[\d,]*(?:\.\d+)?(?:\s*(?:–|to|→|and)\s*\d[\d,]*(?:\.\d+)?)*)\s*(ms|µs|s|MB|KB|bytes|syncs/s|×)(?:\W|$)`)
+
+var number = regexp.MustCompile(`\d[\d,]*(?:\.\d+)?`)
+
+// settings are figures of docs/performance.md's prose that are not
+// measurements, so no table holds them: what was configured or asked.
+var settings = []string{
+	"every 60 s with the chart's", // resyncPeriodSeconds, checked by sync's TestSteadyResyncBrokerCalls
+	"reused for 30 s",             // transport.CountsTTL, checked there too
+	"10 s per run",                // how long each A/B run lasted
+	"idle for 2 s",                // the fleet test's settle rule
+	"(5 s, 5 s, 10 s, 20 s, ...)", // the status's backoff
+	"(`--profiling`, 2 s)",        // the profile's length
+	"the issue's 12.7 s",          // the target's own figure
+}
+
+// TestPerformanceFiguresComeFromTables: every measured figure the prose
+// of docs/performance.md quotes is one of its tables' (to the precision
+// quoted), so no figure stands without the measurement it comes from.
+func TestPerformanceFiguresComeFromTables(t *testing.T) {
+	text := readDoc(t, "docs/performance.md")
+	var table, prose []string
+	inCode := false
+	for _, line := range strings.Split(text, "\n") {
+		switch {
+		case strings.HasPrefix(line, "```"):
+			inCode = !inCode
+		case inCode:
+		case strings.HasPrefix(strings.TrimSpace(line), "|"):
+			table = append(table, line)
+		default:
+			prose = append(prose, line)
+		}
+	}
+	var values []tableValue
+	for _, row := range table {
+		for _, m := range tableFigure.FindAllStringSubmatch(row, -1) {
+			values = append(values, tableValue{m[1], m[2]})
+		}
+	}
+	if len(values) == 0 {
+		t.Fatal("docs/performance.md has no tables")
+	}
+	folded := strings.Join(strings.Fields(strings.Join(prose, "\n")), " ")
+	for _, s := range settings {
+		if !strings.Contains(folded, s) {
+			t.Errorf("setting %q is no longer in docs/performance.md: drop it from the list", s)
+		}
+		folded = strings.ReplaceAll(folded, s, "")
+	}
+	for _, m := range figure.FindAllStringSubmatchIndex(folded, -1) {
+		chain, unit := folded[m[2]:m[3]], folded[m[4]:m[5]]
+		for _, n := range number.FindAllString(chain, -1) {
+			if !inTables(n, unit, values) {
+				t.Errorf("docs/performance.md quotes %s %s, which no table holds: %q", n, unit, clip(folded[max(0, m[0]-80):m[1]]))
+			}
+		}
+	}
+}
+
+// tableValue is a number in a table cell, with the unit written after it
+// if any (a column of bare numbers names its unit in the header).
+type tableValue struct{ number, unit string }
+
+var tableFigure = regexp.MustCompile(`(\d[\d,]*(?:\.\d+)?)(?:\s*(ms|µs|s|MB|KB|bytes|syncs/s|×)(?:\W|$))?`)
+
+// inTables: some table value of that unit (or of none), rounded to the
+// precision of quoted, is it.
+func inTables(quoted, unit string, values []tableValue) bool {
+	q := strings.ReplaceAll(quoted, ",", "")
+	decimals := 0
+	if _, frac, ok := strings.Cut(q, "."); ok {
+		decimals = len(frac)
+	}
+	want, err := strconv.ParseFloat(q, 64)
+	if err != nil {
+		return false
+	}
+	for _, v := range values {
+		if v.unit != "" && v.unit != unit {
+			continue
+		}
+		x, err := strconv.ParseFloat(strings.ReplaceAll(v.number, ",", ""), 64)
+		if err == nil && strconv.FormatFloat(x, 'f', decimals, 64) == strconv.FormatFloat(want, 'f', decimals, 64) {
+			return true
+		}
+	}
+	return false
+}
