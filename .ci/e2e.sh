@@ -159,7 +159,10 @@ gen_crd() {
 
 # gen_manifests DIR: the plain manifests, rendered from the chart with its
 # default values (release asya-sync in asya-system) and the broker user
-# asya, which the chart does not default, plus the CRD.
+# asya, which the chart does not default, plus the CRD. They carry no
+# Secret: the hook credentials are named as existing Secrets of the default
+# names, which manifests/README.md has the user create (the chart generates
+# none in an offline render).
 gen_manifests() {
   local out=$1
   mkdir -p "$out/crd"
@@ -168,12 +171,13 @@ gen_manifests() {
 # and config.transports.rabbitmq.config.username=asya.
 # Do not edit: change the chart and regenerate."
   local user=(--set config.transports.rabbitmq.config.username=asya)
+  local existing=(--set hooks.tls.existingSecret=asya-sync-tls --set hooks.auth.token.existingSecret=asya-sync-token)
   { echo "$header"
-    "$BIN/helm" template asya-sync ./chart --namespace asya-system "${user[@]}" \
+    "$BIN/helm" template asya-sync ./chart --namespace asya-system "${user[@]}" "${existing[@]}" \
       --show-only templates/compositecontroller.yaml
   } >"$out/compositecontroller.yaml"
   { echo "$header"
-    "$BIN/helm" template asya-sync ./chart --namespace asya-system "${user[@]}" \
+    "$BIN/helm" template asya-sync ./chart --namespace asya-system "${user[@]}" "${existing[@]}" \
       --show-only templates/serviceaccount.yaml \
       --show-only templates/configmap.yaml \
       --show-only templates/service.yaml \

@@ -57,11 +57,18 @@ func dryRunApply(ctx context.Context, o obj) error {
 // Given first, so that any later -f or --set overrides it.
 var brokerUser = []string{"-f", "e2e/testdata/values-broker-user.yaml"}
 
-// renderChart renders the chart with brokerUser and then args.
+// generateOffline lets helm template, which sees no cluster, generate the
+// hook credentials, which the chart otherwise refuses there (each render
+// would make new ones). Tests that render the defaults give it, as they
+// check what the chart generates; TestHelmOfflineRender checks the refusal.
+var generateOffline = []string{"--set", "hooks.generateOffline=true"}
+
+// renderChart renders the chart with brokerUser, generateOffline and then
+// args.
 func renderChart(t *testing.T, ns string, args ...string) map[string]obj {
 	t.Helper()
 	start := time.Now()
-	out, err := env.helm(slices.Concat([]string{"template", "asya-sync", "./chart", "--namespace", ns, "--include-crds"}, brokerUser, args)...)
+	out, err := env.helm(slices.Concat([]string{"template", "asya-sync", "./chart", "--namespace", ns, "--include-crds"}, brokerUser, generateOffline, args)...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -97,7 +104,8 @@ func serviceAccepts(t *testing.T, cm obj) {
 }
 
 func TestHelmLint(t *testing.T) {
-	for _, args := range [][]string{brokerUser, {"-f", "chart/ci/full-values.yaml"}, append(slices.Clone(brokerUser), "--set", "keda.enabled=false")} {
+	for _, args := range [][]string{slices.Concat(brokerUser, generateOffline), {"-f", "chart/ci/full-values.yaml"},
+		slices.Concat(brokerUser, generateOffline, []string{"--set", "keda.enabled=false"})} {
 		if out, err := env.helm(append([]string{"lint", "--strict", "./chart"}, args...)...); err != nil {
 			t.Errorf("%v", err)
 		} else if !strings.Contains(out, "0 chart(s) failed") {
@@ -119,8 +127,9 @@ func TestHelmLint(t *testing.T) {
 		{"--set", "hooks.tls.enabled=false", "--set", "hooks.auth.mtls.enabled=true", "--set", "hooks.auth.mtls.clientCASecret=a", "--set", "hooks.auth.mtls.clientCertSecret=b"},
 		{"--set", "hooks.tls.existingSecret=x", "--set", "hooks.tls.certManager.enabled=true", "--set", "hooks.tls.certManager.issuerRef.name=ca"},
 		{"--set", "hooks.auth.token.key="},
+		{"--set", "hooks.tls.caBundleKey="},
 	} {
-		if _, err := env.helm(slices.Concat([]string{"template", "asya-sync", "./chart"}, brokerUser, bad)...); err == nil {
+		if _, err := env.helm(slices.Concat([]string{"template", "asya-sync", "./chart"}, brokerUser, generateOffline, bad)...); err == nil {
 			t.Errorf("helm template %v: accepted; want a schema or template error", bad)
 		}
 	}
@@ -221,7 +230,7 @@ func TestHelmTemplateFullValues(t *testing.T) {
 		str(fin, "caBundle", "secretRef", "name") != "asya-hooks-tls" {
 		t.Errorf("finalize webhook connection: %s", mustJSON(fin))
 	}
-	for _, want := range []string{`"--client-ca-file"`, `"--auth-token-file"`, `"--tls-cert-file"`, `"secretName":"asya-hooks-client-ca"`, `"scheme":"HTTPS"`} {
+	for _, want := range []string{`"--client-ca-file"`, `"--auth-token-dir"`, `"--tls-cert-file"`, `"secretName":"asya-hooks-client-ca"`, `"scheme":"HTTPS"`} {
 		if !strings.Contains(js, want) {
 			t.Errorf("Deployment lacks %s", want)
 		}
@@ -280,7 +289,7 @@ func TestHelmTemplatePlainHTTP(t *testing.T) {
 	if objs["Secret/asya-sync-tls"] != nil || objs["Secret/asya-sync-token"] != nil {
 		t.Errorf("credential Secrets rendered with TLS and auth off: %v", keys(objs))
 	}
-	if js := mustJSON(objs["Deployment/asya-sync"]); strings.Contains(js, "--tls-cert-file") || strings.Contains(js, "--auth-token-file") {
+	if js := mustJSON(objs["Deployment/asya-sync"]); strings.Contains(js, "--tls-cert-file") || strings.Contains(js, "--auth-token") {
 		t.Errorf("Deployment still passes credential flags")
 	}
 }
@@ -290,7 +299,7 @@ func TestHelmTemplatePlainHTTP(t *testing.T) {
 // chart passes it to the service, which starts; with mutual TLS the token
 // may be off.
 func TestHelmTokenOffWithTLS(t *testing.T) {
-	out, err := env.helm(slices.Concat([]string{"template", "asya-sync", "./chart"}, brokerUser, []string{"--set", "hooks.auth.token.enabled=false"})...)
+	out, err := env.helm(slices.Concat([]string{"template", "asya-sync", "./chart"}, brokerUser, generateOffline, []string{"--set", "hooks.auth.token.enabled=false"})...)
 	if err == nil || !strings.Contains(out, "hooks.auth.allowUnauthenticated=true") {
 		t.Errorf("token off with TLS on: err %v, want a failure naming hooks.auth.allowUnauthenticated\n%s", err, out)
 	}
@@ -301,8 +310,8 @@ func TestHelmTokenOffWithTLS(t *testing.T) {
 	for _, a := range c["args"].([]any) {
 		args = append(args, a.(string))
 	}
-	if !slices.Contains(args, "--allow-unauthenticated") || slices.Contains(args, "--auth-token-file") || !slices.Contains(args, "--tls-cert-file") {
-		t.Errorf("acknowledged: the service's args %v, want --tls-cert-file and --allow-unauthenticated, no --auth-token-file", args)
+	if !slices.Contains(args, "--allow-unauthenticated") || slices.Contains(args, "--auth-token-dir") || !slices.Contains(args, "--tls-cert-file") {
+		t.Errorf("acknowledged: the service's args %v, want --tls-cert-file and --allow-unauthenticated, no --auth-token-dir", args)
 	}
 	if wh := mapAt(objs["CompositeController/asya-sync"], "spec", "hooks", "sync", "webhook"); wh["authorization"] != nil || wh["caBundle"] == nil {
 		t.Errorf("acknowledged: webhook %s, want caBundle and no authorization", mustJSON(wh))
@@ -317,7 +326,7 @@ func TestHelmTokenOffWithTLS(t *testing.T) {
 	serve := func(extra ...string) string {
 		cmd := exec.Command(env.syncBin, append([]string{"serve", "--config", cfg, "--listen", "127.0.0.1:1",
 			"--tls-cert-file", filepath.Join(dir, "missing.crt"), "--tls-key-file", filepath.Join(dir, "missing.key")}, extra...)...)
-		cmd.Env = append(os.Environ(), "ASYA_SYNC_CONFIG=", "ASYA_SYNC_AUTH_TOKEN_FILE=", "ASYA_SYNC_CLIENT_CA_FILE=", "ASYA_SYNC_ALLOW_UNAUTHENTICATED=")
+		cmd.Env = append(os.Environ(), "ASYA_SYNC_CONFIG=", "ASYA_SYNC_AUTH_TOKEN_FILE=", "ASYA_SYNC_AUTH_TOKEN_DIR=", "ASYA_SYNC_CLIENT_CA_FILE=", "ASYA_SYNC_ALLOW_UNAUTHENTICATED=")
 		out, _ := cmd.CombinedOutput()
 		return string(out)
 	}

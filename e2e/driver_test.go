@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"os"
 	"reflect"
@@ -70,6 +71,15 @@ type driver struct {
 	parent gvr
 	kids   []gvr // child resources, in the CompositeController's order
 	hooks  map[string]*webhook
+	// mu guards cc, hooks and stopped, which follow replaces when the
+	// CompositeController's spec changes.
+	mu *sync.RWMutex
+	// stopped says why the webhooks could not be resolved after the last
+	// change: Metacontroller then runs no controller and calls no hook.
+	stopped error
+	// dial, when set, connects every webhook, for hook URLs that name a
+	// Service the test serves on loopback.
+	dial func(ctx context.Context, network, addr string) (net.Conn, error)
 	// read is where the driver reads objects: the API server itself, or a
 	// cache that watches keep current, as Metacontroller's informers do.
 	read     reader
@@ -132,11 +142,9 @@ func newDriver(ctx context.Context, k *kube, cc obj) (*driver, error) {
 	if err != nil {
 		return nil, err
 	}
-	d := &driver{kube: k, read: k, cc: cc, hooks: map[string]*webhook{}, strategy: strategy}
-	for _, h := range []string{"customize", "sync", "finalize"} {
-		if d.hooks[h], err = newWebhook(ctx, k, mapAt(cc, "spec", "hooks", h, "webhook")); err != nil {
-			return nil, fmt.Errorf("%s hook: %w", h, err)
-		}
+	d := &driver{kube: k, read: k, cc: cc, strategy: strategy, mu: &sync.RWMutex{}}
+	if d.hooks, err = d.resolveHooks(ctx, cc); err != nil {
+		return nil, err
 	}
 	pr := mapAt(cc, "spec", "parentResource")
 	if d.parent, err = k.byResource(ctx, str(pr, "apiVersion"), str(pr, "resource")); err != nil {
@@ -157,8 +165,72 @@ func newDriver(ctx context.Context, k *kube, cc obj) (*driver, error) {
 	return d, nil
 }
 
+// resolveHooks reads the connection of every webhook of cc, the Secrets it
+// names included, as Metacontroller does when it builds a controller.
+func (d *driver) resolveHooks(ctx context.Context, cc obj) (map[string]*webhook, error) {
+	hooks := map[string]*webhook{}
+	for _, h := range []string{"customize", "sync", "finalize"} {
+		wh, err := newWebhook(ctx, d.kube, mapAt(cc, "spec", "hooks", h, "webhook"))
+		if err != nil {
+			return nil, fmt.Errorf("%s hook: %w", h, err)
+		}
+		if d.dial != nil {
+			wh.client.Transport.(*http.Transport).DialContext = d.dial
+		}
+		hooks[h] = wh
+	}
+	return hooks, nil
+}
+
+// follow does what Metacontroller does when its CompositeController
+// changes, until ctx ends: Metacontroller rebuilds the controller, and
+// reads the Secrets its webhooks name, only when the spec differs from the
+// one it runs (apiequality.Semantic.DeepEqual of the specs in
+// pkg/controller/composite/metacontroller.go); a change of metadata alone,
+// such as an annotation, changes nothing. Otherwise it keeps the token and
+// CA bundle it read, whatever the Secrets hold now. A rebuild that cannot
+// resolve a webhook leaves no controller (the old one is stopped first)
+// and is retried.
+func (d *driver) follow(ctx context.Context, every time.Duration) {
+	r, err := d.kube.byKind(ctx, "metacontroller.k8s.io/v1alpha1", "CompositeController")
+	if err != nil {
+		return
+	}
+	name := str(d.controller(), "metadata", "name")
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		cc, err := d.kube.get(ctx, r, "", name)
+		if err != nil {
+			continue
+		}
+		d.mu.RLock()
+		same := d.stopped == nil && reflect.DeepEqual(cc["spec"], d.cc["spec"])
+		d.mu.RUnlock()
+		if same {
+			continue
+		}
+		hooks, err := d.resolveHooks(ctx, cc)
+		d.mu.Lock()
+		d.cc, d.hooks, d.stopped = cc, hooks, err
+		d.mu.Unlock()
+	}
+}
+
+// controller is the CompositeController the driver runs.
+func (d *driver) controller() obj {
+	d.mu.RLock()
+	defer d.mu.RUnlock()
+	return d.cc
+}
+
 func (d *driver) finalizer() string {
-	return "metacontroller.io/compositecontroller-" + str(d.cc, "metadata", "name")
+	return "metacontroller.io/compositecontroller-" + str(d.controller(), "metadata", "name")
 }
 
 func (d *driver) post(ctx context.Context, hook string, req obj, resp any) error {
@@ -166,7 +238,12 @@ func (d *driver) post(ctx context.Context, hook string, req obj, resp any) error
 	if err != nil {
 		return err
 	}
-	wh := d.hooks[hook]
+	d.mu.RLock()
+	wh, stopped := d.hooks[hook], d.stopped
+	d.mu.RUnlock()
+	if stopped != nil {
+		return fmt.Errorf("%s hook: no controller: %w", hook, stopped)
+	}
 	hreq, err := http.NewRequestWithContext(ctx, "POST", wh.url, bytes.NewReader(body))
 	if err != nil {
 		return err
@@ -261,7 +338,7 @@ func (d *driver) reconcile(ctx context.Context, ns, name string) (*pass, error) 
 	if err != nil {
 		return nil, err
 	}
-	req := obj{"controller": d.cc, "parent": parent, "children": observed, "related": related}
+	req := obj{"controller": d.controller(), "parent": parent, "children": observed, "related": related}
 	p.Hook = "sync"
 	if deleting {
 		p.Hook = "finalize"
@@ -593,7 +670,7 @@ func controllerUID(o obj) string {
 // finalize request: namespace/name with hook version v2, the bare name with
 // v1 (where objects of one name in two namespaces overwrite each other).
 func (d *driver) key(o obj) string {
-	if str(d.cc, "spec", "hooks", "sync", "version") == "v2" {
+	if str(d.controller(), "spec", "hooks", "sync", "version") == "v2" {
 		return str(o, "metadata", "namespace") + "/" + str(o, "metadata", "name")
 	}
 	return str(o, "metadata", "name")
@@ -624,7 +701,7 @@ func (d *driver) related(ctx context.Context, parent obj) (obj, error) {
 	if hit {
 		cr.RelatedResources = cached.rules
 	} else {
-		if err := d.post(ctx, "customize", obj{"controller": d.cc, "parent": parent}, &cr); err != nil {
+		if err := d.post(ctx, "customize", obj{"controller": d.controller(), "parent": parent}, &cr); err != nil {
 			return nil, err
 		}
 		if c := d.customizeCache; c != nil {

@@ -15,10 +15,15 @@ import (
 )
 
 // webhook is how the driver calls one hook, resolved from the
-// CompositeController the way Metacontroller 4.16 resolves a webhook's
-// connection fields: url (or service and path), caBundle to verify the
-// server, authorization's Secret as the Authorization header, clientTLS's
-// kubernetes.io/tls Secret as the client certificate.
+// CompositeController the way Metacontroller 4.16+ resolves a webhook's
+// connection fields (pkg/hooks/auth.go, cabundle.go, webhook.go): url (or
+// service and path); caBundle to verify the server, every certificate of
+// the PEM trusted; authorization's Secret key, trimmed, after the type
+// ("Bearer" unless set) as the Authorization header, set as Metacontroller
+// sets it, so that Go's client refuses a value with a newline as it does
+// there; clientTLS's kubernetes.io/tls Secret as the client certificate.
+// The Secrets are read once, when the webhook is resolved: at the start,
+// then only when the CompositeController's spec changes (driver.follow).
 type webhook struct {
 	url           string
 	authorization string
@@ -82,11 +87,14 @@ func newWebhook(ctx context.Context, k *kube, spec obj) (*webhook, error) {
 		}
 	}
 	if auth := mapAt(spec, "authorization"); auth != nil {
+		if strings.EqualFold(strings.TrimSpace(str(auth, "type")), "basic") {
+			return nil, fmt.Errorf("authorization type %q is not supported", str(auth, "type"))
+		}
 		token, err := secretKey(ctx, k, mapAt(auth, "secretRef"), "")
 		if err != nil {
 			return nil, fmt.Errorf("authorization: %w", err)
 		}
-		scheme := str(auth, "type")
+		scheme := strings.TrimSpace(str(auth, "type"))
 		if scheme == "" {
 			scheme = "Bearer"
 		}
@@ -123,7 +131,11 @@ func caBundle(ctx context.Context, k *kube, ca obj) ([]byte, error) {
 		return []byte(inline), nil
 	}
 	if ref := mapAt(ca, "secretRef"); ref != nil {
-		return secretKey(ctx, k, ref, "ca.crt")
+		data, err := secretKey(ctx, k, ref, "ca.crt")
+		if err == nil && len(data) == 0 {
+			err = fmt.Errorf("key %q in Secret %s/%s is empty", str(ref, "key"), str(ref, "namespace"), str(ref, "name"))
+		}
+		return data, err
 	}
 	ref := mapAt(ca, "configMapRef")
 	if ref == nil {
@@ -157,8 +169,8 @@ func secretKey(ctx context.Context, k *kube, ref obj, defaultKey string) ([]byte
 	if err != nil {
 		return nil, err
 	}
-	enc := str(s, "data", key)
-	if enc == "" {
+	enc, ok := mapAt(s, "data")[key].(string)
+	if !ok {
 		return nil, fmt.Errorf("Secret %s/%s has no key %q", str(ref, "namespace"), str(ref, "name"), key)
 	}
 	return base64.StdEncoding.DecodeString(enc)

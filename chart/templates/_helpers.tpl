@@ -75,7 +75,7 @@ app.kubernetes.io/part-of: asya
 {{- default (printf "%s-tls" (include "asya-sync.fullname" .)) .Values.hooks.tls.existingSecret -}}
 {{- end -}}
 
-{{/* Secret with the hooks' Bearer token(s). */}}
+{{/* Secret with the hooks' Bearer tokens, one a key. */}}
 {{- define "asya-sync.tokenSecretName" -}}
 {{- default (printf "%s-token" (include "asya-sync.fullname" .)) .Values.hooks.auth.token.existingSecret -}}
 {{- end -}}
@@ -106,6 +106,41 @@ app.kubernetes.io/part-of: asya
 {{- end -}}
 
 {{/*
+Fails when the chart would generate hook credentials (a CA and
+certificate, or a token) in a render that cannot see the cluster: helm
+template, as Argo CD and Flux's post-renderers run it, or helm install
+--dry-run. lookup finds nothing there, so every render would make new
+ones, which the service reloads and Metacontroller does not (it reads
+them when the CompositeController changes): every hook call refused.
+*/}}
+{{- define "asya-sync.checkOffline" -}}
+{{- $h := .Values.hooks -}}
+{{- $what := list -}}
+{{- if and $h.tls.enabled (not $h.tls.existingSecret) (not $h.tls.certManager.enabled) -}}
+{{- $what = append $what "a CA and certificate (set hooks.tls.existingSecret, or hooks.tls.certManager.enabled)" -}}
+{{- end -}}
+{{- if and $h.auth.token.enabled (not $h.auth.token.existingSecret) -}}
+{{- $what = append $what "a token (set hooks.auth.token.existingSecret)" -}}
+{{- end -}}
+{{- if and $what (not $h.generateOffline) (not (lookup "v1" "Namespace" "" "kube-system")) -}}
+{{- fail (printf "rendered without a cluster (helm template, Argo CD, Flux, helm install --dry-run), the chart cannot see the hook credentials it generated before and would generate new ones on every render: %s. Metacontroller keeps the old ones until its CompositeController changes, so every hook call would be refused. Give them as existing Secrets or from cert-manager (docs/install.md, \"GitOps (Argo CD, Flux)\"), render with the cluster (helm install --dry-run=server), or set hooks.generateOffline=true to generate them anyway, new on every render" (join "; " $what)) -}}
+{{- end -}}
+{{- end -}}
+
+{{/*
+Fails when a Secret the CompositeController names lacks the key it
+names: Metacontroller would stop calling every hook of the controller.
+Takes (list namespace name data key value-name).
+*/}}
+{{- define "asya-sync.requireKey" -}}
+{{- $ns := index . 0 -}}{{- $name := index . 1 -}}{{- $data := index . 2 | default dict -}}
+{{- $key := index . 3 -}}{{- $value := index . 4 -}}
+{{- if not (hasKey $data $key) -}}
+{{- fail (printf "%s=%s: the Secret %s/%s has no key %q, so Metacontroller could not call the hooks; add the key to the Secret first (docs/install.md, \"Securing the hooks\")" $value $key $ns $name $key) -}}
+{{- end -}}
+{{- end -}}
+
+{{/*
 The connection fields of every webhook in the CompositeController
 (Metacontroller 4.16+): verify the hooks' certificate with the CA in the
 TLS Secret, present the Bearer token and the client certificate, each
@@ -118,7 +153,7 @@ caBundle:
   secretRef:
     name: {{ include "asya-sync.tlsSecretName" . }}
     namespace: {{ $ns }}
-    key: ca.crt
+    key: {{ .Values.hooks.tls.caBundleKey }}
 {{- end }}
 {{- if .Values.hooks.auth.token.enabled }}
 authorization:

@@ -68,7 +68,7 @@ func TestRenderWithoutConfig(t *testing.T) {
 // the documented opt-out.
 func TestServeRefusesHTTPSWithoutAuth(t *testing.T) {
 	for _, env := range []string{"ASYA_SYNC_TLS_CERT_FILE", "ASYA_SYNC_TLS_KEY_FILE", "ASYA_SYNC_CLIENT_CA_FILE",
-		"ASYA_SYNC_AUTH_TOKEN_FILE", "ASYA_SYNC_ALLOW_UNAUTHENTICATED"} {
+		"ASYA_SYNC_AUTH_TOKEN_FILE", "ASYA_SYNC_AUTH_TOKEN_DIR", "ASYA_SYNC_ALLOW_UNAUTHENTICATED"} {
 		t.Setenv(env, "")
 	}
 	tls := []string{"--config", "c.yaml", "--tls-cert-file", "tls.crt", "--tls-key-file", "tls.key"}
@@ -80,6 +80,7 @@ func TestServeRefusesHTTPSWithoutAuth(t *testing.T) {
 	}{
 		{"https without auth", tls, "", true},
 		{"https with a token", append(tls, "--auth-token-file", "token"), "", false},
+		{"https with a token directory", append(tls, "--auth-token-dir", "tokens"), "", false},
 		{"https with a client CA", append(tls, "--client-ca-file", "ca.crt"), "", false},
 		{"https acknowledged by flag", append(tls, "--allow-unauthenticated"), "", false},
 		{"https acknowledged by env", tls, "true", false},

@@ -1,0 +1,473 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"encoding/pem"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/asya-sh/asya-sync/internal/testenv"
+)
+
+// The credential rotations of docs/install.md, run as printed against the
+// chart's default install (the generated CA, certificate and token), with
+// the service running as the chart's Deployment says, its Secrets mounted
+// by a stand-in for the kubelet, and the driver calling the hooks without
+// pause the way Metacontroller does: it reads the Secrets only when the
+// CompositeController's spec changes, presents the trimmed value of the
+// named key, and trusts every certificate of the CA bundle.
+
+const (
+	rotationNS      = "e2e-rotation"
+	rotationRelease = "asya-sync" // the doc's release name; its namespace is replaced
+	// mountPeriod is how often the kubelet stand-in syncs the mounted Secrets.
+	mountPeriod = 2 * time.Second
+	// reloadPeriod is how often the service reads its credential files.
+	reloadPeriod = 10 * time.Second
+)
+
+func TestHookCredentialRotationAsDocumented(t *testing.T) {
+	ctx := ctxFor(t, 6*time.Minute)
+	r := setupRotation(t, ctx)
+	caller := r.callContinuously(ctx)
+
+	t.Run("token", func(t *testing.T) {
+		before := r.driverAuthorization()
+		r.runDocBlock(t, ctx, "#### Rotating the token")
+		r.settle()
+		after := r.driverAuthorization()
+		if after == before || !strings.HasPrefix(after, "Bearer ") {
+			t.Errorf("the driver still presents the token it had before the rotation")
+		}
+		if got := str(r.driverController(), "spec", "hooks", "sync", "webhook", "authorization", "secretRef", "key"); got != "token-2" {
+			t.Errorf("the CompositeController names the key %q, want token-2", got)
+		}
+		if n := r.metric(t, `asya_sync_auth_token_accepted_total{key="token-2"}`); n == 0 {
+			t.Errorf("no call was accepted with the new key's token")
+		}
+		// The old token is refused now.
+		if code := r.callWith(t, ctx, before); code != 401 {
+			t.Errorf("the retired token: HTTP %d, want 401", code)
+		}
+	})
+
+	t.Run("CA and certificate", func(t *testing.T) {
+		newCA, err := testenv.NewCA("asya-sync rotated CA")
+		if err != nil {
+			t.Fatal(err)
+		}
+		crt, key, err := newCA.IssueServer(rotationRelease+"."+rotationNS, rotationRelease+"."+rotationNS+".svc",
+			rotationRelease+"."+rotationNS+".svc.cluster.local")
+		if err != nil {
+			t.Fatal(err)
+		}
+		for name, data := range map[string][]byte{"new-ca.crt": newCA.PEM, "new-tls.crt": crt, "new-tls.key": key} {
+			if err := os.WriteFile(filepath.Join(r.dir, name), data, 0o600); err != nil {
+				t.Fatal(err)
+			}
+		}
+		r.runDocBlock(t, ctx, "#### Rotating the CA and certificate")
+		r.settle()
+		cc := r.driverController()
+		if got := str(cc, "spec", "hooks", "sync", "webhook", "caBundle", "secretRef", "key"); got != "ca.crt" {
+			t.Errorf("the CompositeController reads the CA bundle from %q, want ca.crt", got)
+		}
+		bundle, err := secretKey(ctx, env.cluster.client, obj{"name": rotationRelease + "-tls", "namespace": rotationNS, "key": "ca.crt"}, "")
+		if err != nil || string(bundle) != string(newCA.PEM) {
+			t.Errorf("ca.crt after the rotation is not the new CA alone (%v)", err)
+		}
+		if serial := r.servedSerial(t); serial != certSerial(t, crt) {
+			t.Errorf("the service serves certificate %s, want the new one %s", serial, certSerial(t, crt))
+		}
+	})
+
+	calls, failures := caller.stop()
+	t.Logf("%d hook calls during the rotations, %d failed", calls, len(failures))
+	if len(failures) > 0 {
+		t.Errorf("%d of %d hook calls failed during the documented rotations; the first:\n  %s",
+			len(failures), calls, strings.Join(failures[:min(len(failures), 5)], "\n  "))
+	}
+	if calls < 100 {
+		t.Errorf("only %d hook calls during the rotations", calls)
+	}
+	// One refusal: the retired token's, on purpose.
+	if n, bad := r.metric(t, "asya_sync_auth_failures_total"), r.metric(t, `asya_sync_auth_failures_total{reason="bad_token"}`); n != 1 || bad != 1 {
+		t.Errorf("the service refused %v hook calls (%v for a bad token); want 1, the retired token's", n, bad)
+	}
+}
+
+// rotation is the chart's default install in rotationNS, served by a
+// process of the service on loopback.
+type rotation struct {
+	dir        string // where the doc's commands run: ./chart is the repository's chart
+	port       int
+	metricsURL string
+	driver     *driver
+	service    *process
+}
+
+func setupRotation(t *testing.T, ctx context.Context) *rotation {
+	t.Helper()
+	ensureNamespace(t, ctx, rotationNS, false)
+	ports, err := freePorts(2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := &rotation{dir: t.TempDir(), port: ports[0], metricsURL: fmt.Sprintf("http://127.0.0.1:%d", ports[1])}
+	if err := os.Symlink(filepath.Join(env.root, "chart"), filepath.Join(r.dir, "chart")); err != nil {
+		t.Fatal(err)
+	}
+	// The hook URL names the Service, as the chart's default does, at the
+	// port the process listens on; the driver dials loopback for it.
+	hookURL := fmt.Sprintf("https://%s.%s:%d", rotationRelease, rotationNS, r.port)
+	if _, err := env.helm(append([]string{"install", rotationRelease, "./chart", "-n", rotationNS,
+		"--set", "compositeController.name=asya-sync-rotation", "--set", "compositeController.hookURL=" + hookURL}, brokerUser...)...); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if _, err := env.helm("uninstall", rotationRelease, "-n", rotationNS, "--wait", "--timeout", "60s"); err != nil {
+			t.Error(err)
+		}
+	})
+
+	var mounts *secretMounts
+	r.service, mounts = startChartService(t, ctx, rotationNS, rotationRelease, r.port, ports[1])
+
+	r.driver = loopbackDriver(t, ctx, "asya-sync-rotation", r.port)
+
+	bg, stop := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	wg.Add(2)
+	go func() { defer wg.Done(); mounts.run(bg, mountPeriod) }()
+	go func() { defer wg.Done(); r.driver.follow(bg, 200*time.Millisecond) }()
+	t.Cleanup(func() { stop(); wg.Wait() })
+	return r
+}
+
+// startChartService runs the service as the Deployment release installed in
+// ns says, its Secret volumes mounted by the kubelet stand-in (synced once;
+// the caller runs it), on loopback port with metrics on metricsPort.
+func startChartService(t *testing.T, ctx context.Context, ns, release string, port, metricsPort int) (*process, *secretMounts) {
+	t.Helper()
+	d, err := env.chartDeployment(ctx, ns, release)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mounts, err := mountSecrets(ctx, env.cluster.client, d, t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	args, err := mounts.credentialArgs(d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := requireFlags(args, "--tls-cert-file", "--tls-key-file", "--auth-token-dir"); err != nil {
+		t.Fatalf("the Deployment: %v", err)
+	}
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "asya-sync.yaml")
+	if err := os.WriteFile(cfg, []byte(env.testConfig()), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	p, err := startProcess("asya-sync-"+ns, dir, []string{"ASYA_SYNC_CONFIG=", "AWS_EC2_METADATA_DISABLED=true"}, env.syncBin,
+		append([]string{"serve", "--config", cfg, "--listen", fmt.Sprintf("127.0.0.1:%d", port),
+			"--metrics-listen", fmt.Sprintf("127.0.0.1:%d", metricsPort)}, args...)...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { p.stop(10 * time.Second) })
+	if err := waitFor("asya-sync /readyz", 30*time.Second, p, httpOK(fmt.Sprintf("http://127.0.0.1:%d/readyz", metricsPort))); err != nil {
+		t.Fatal(err)
+	}
+	return p, mounts
+}
+
+// loopbackDriver is a driver for the CompositeController name whose
+// webhooks, whatever host their URL names, reach port on loopback.
+func loopbackDriver(t *testing.T, ctx context.Context, name string, port int) *driver {
+	t.Helper()
+	k := env.cluster.client
+	ccGVR, err := k.byKind(ctx, "metacontroller.k8s.io/v1alpha1", "CompositeController")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cc, err := k.get(ctx, ccGVR, "", name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, err := newDriver(ctx, k, cc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	loopback := fmt.Sprintf("127.0.0.1:%d", port)
+	d.dial = func(ctx context.Context, network, _ string) (net.Conn, error) {
+		return (&net.Dialer{}).DialContext(ctx, network, loopback)
+	}
+	for _, wh := range d.hooks {
+		wh.client.Transport.(*http.Transport).DialContext = d.dial
+	}
+	return d
+}
+
+// settle waits until a change of a Secret has reached the service: the
+// kubelet stand-in's period, the service's reload period, and a margin.
+func (r *rotation) settle() { time.Sleep(mountPeriod + reloadPeriod + 3*time.Second) }
+
+// runDocBlock runs the first sh block after heading in docs/install.md,
+// command by command, in r.dir with the test cluster's kubectl and helm,
+// in rotationNS instead of asya-system. A sleep stands for the wait the
+// kubelet and the service need: it must allow for the kubelet's sync
+// period (60 s) and the service's reload, and is run as settle, the same
+// wait at the stand-in's pace.
+func (r *rotation) runDocBlock(t *testing.T, ctx context.Context, heading string) {
+	t.Helper()
+	runDocCommands(t, ctx, heading, r.dir, rotationNS, r.settle)
+}
+
+// runDocCommands runs the first sh block after heading in docs/install.md
+// as runDocBlock describes, in dir and namespace ns, with wait for a sleep.
+func runDocCommands(t *testing.T, ctx context.Context, heading, dir, ns string, wait func()) {
+	t.Helper()
+	cmds, err := docCommands(filepath.Join(env.root, "docs", "install.md"), heading)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sleep := regexp.MustCompile(`^sleep (\d+)\b`)
+	for _, c := range cmds {
+		c = strings.ReplaceAll(c, "asya-system", ns)
+		if m := sleep.FindStringSubmatch(c); m != nil {
+			if n, _ := strconv.Atoi(m[1]); n < 70 {
+				t.Errorf("%q: the kubelet takes up to its sync period (60 s) to update a mounted Secret, and the service 10 s more", c)
+			}
+			wait()
+			continue
+		}
+		cmd := exec.CommandContext(ctx, "bash", "-euo", "pipefail", "-c", c)
+		cmd.Dir = dir
+		cmd.Env = append(os.Environ(),
+			"PATH="+env.bin+string(os.PathListSeparator)+os.Getenv("PATH"),
+			"KUBECONFIG="+env.cluster.kubeconfig,
+			"HELM_CACHE_HOME="+filepath.Join(env.work, "helm", "cache"),
+			"HELM_CONFIG_HOME="+filepath.Join(env.work, "helm", "config"),
+			"HELM_DATA_HOME="+filepath.Join(env.work, "helm", "data"),
+		)
+		out, err := cmd.CombinedOutput()
+		t.Logf("$ %s\n%s", c, out)
+		if err != nil {
+			t.Fatalf("%s: %v\n%s", c, err, out)
+		}
+	}
+}
+
+// docFence is the first block of lang after heading in the file at path
+// that starts with first (any, when empty).
+func docFence(path, heading, lang, first string) (string, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return "", err
+	}
+	text := string(data)
+	i := strings.Index(text, "\n"+heading+"\n")
+	if i < 0 {
+		return "", fmt.Errorf("%s: no heading %q", path, heading)
+	}
+	fence := "\n```" + lang + "\n"
+	for rest := text[i:]; ; {
+		j := strings.Index(rest, fence)
+		if j < 0 {
+			return "", fmt.Errorf("%s: no %s block starting %q after %q", path, lang, first, heading)
+		}
+		block := rest[j+len(fence):]
+		end := strings.Index(block, "\n```")
+		if end < 0 {
+			return "", fmt.Errorf("%s: unterminated block after %q", path, heading)
+		}
+		if strings.HasPrefix(block, first) {
+			return block[:end+1], nil
+		}
+		rest = block[end:]
+	}
+}
+
+// docCommands reads the commands of the first sh block after heading:
+// comment lines and blank lines left out, continued lines joined.
+func docCommands(path, heading string) ([]string, error) {
+	block, err := docFence(path, heading, "sh", "")
+	if err != nil {
+		return nil, err
+	}
+	var cmds []string
+	cur := ""
+	for _, line := range strings.Split(strings.TrimSuffix(block, "\n"), "\n") {
+		if cur == "" && (strings.TrimSpace(line) == "" || strings.HasPrefix(strings.TrimSpace(line), "#")) {
+			continue
+		}
+		if strings.HasSuffix(line, "\\") {
+			cur += strings.TrimSuffix(line, "\\")
+			continue
+		}
+		cmds = append(cmds, cur+line)
+		cur = ""
+	}
+	if len(cmds) == 0 {
+		return nil, fmt.Errorf("%s: the sh block after %q has no command", path, heading)
+	}
+	return cmds, nil
+}
+
+// driverAuthorization is the Authorization header the driver presents now.
+func (r *rotation) driverAuthorization() string {
+	r.driver.mu.RLock()
+	defer r.driver.mu.RUnlock()
+	if r.driver.hooks == nil {
+		return ""
+	}
+	return r.driver.hooks["sync"].authorization
+}
+
+func (r *rotation) driverController() obj { return r.driver.controller() }
+
+// callWith posts a customize call with the given Authorization header on
+// the driver's current connection and returns the HTTP status.
+func (r *rotation) callWith(t *testing.T, ctx context.Context, authorization string) int {
+	t.Helper()
+	r.driver.mu.RLock()
+	wh := r.driver.hooks["customize"]
+	r.driver.mu.RUnlock()
+	req, err := http.NewRequestWithContext(ctx, "POST", wh.url, strings.NewReader(mustJSON(rotationRequest(r.driverController(), false))))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Authorization", authorization)
+	resp, err := wh.client.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	return resp.StatusCode
+}
+
+// servedSerial is the serial number of the certificate the service serves.
+func (r *rotation) servedSerial(t *testing.T) string {
+	t.Helper()
+	conn, err := tls.Dial("tcp", fmt.Sprintf("127.0.0.1:%d", r.port), &tls.Config{InsecureSkipVerify: true}) //nolint:gosec // reads the served certificate only
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	return conn.ConnectionState().PeerCertificates[0].SerialNumber.String()
+}
+
+func certSerial(t *testing.T, certPEM []byte) string {
+	t.Helper()
+	block, _ := pem.Decode(certPEM)
+	c, err := x509.ParseCertificate(block.Bytes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c.SerialNumber.String()
+}
+
+// metric sums the samples of the service's metric whose line starts with
+// name (a name with or without labels).
+func (r *rotation) metric(t *testing.T, name string) float64 {
+	t.Helper()
+	resp, err := http.Get(r.metricsURL + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	sum := 0.0
+	for _, line := range strings.Split(string(body), "\n") {
+		if !strings.HasPrefix(line, name) {
+			continue
+		}
+		fields := strings.Fields(line)
+		v, err := strconv.ParseFloat(fields[len(fields)-1], 64)
+		if err == nil {
+			sum += v
+		}
+	}
+	return sum
+}
+
+// rotationRequest is a hook request for an actor of a transport the
+// service does not configure: every hook answers it at once, with no
+// broker and nothing written to the cluster, so that only the calls
+// themselves are under test.
+func rotationRequest(cc obj, finalizing bool) obj {
+	parent := obj{
+		"apiVersion": "asya.sh/v1alpha1", "kind": "AsyncActor",
+		"metadata": obj{"name": "rotating", "namespace": rotationNS, "uid": "5e0c7a52-0000-4000-8000-000000000001",
+			"generation": 1, "creationTimestamp": "2026-01-01T00:00:00Z"},
+		"spec": obj{"transport": "e2e-not-configured", "workload": obj{"template": obj{"spec": obj{
+			"containers": []any{obj{"name": "asya-runtime", "image": "python:3.12-slim"}}}}}},
+	}
+	req := obj{"controller": cc, "parent": parent, "children": obj{}, "related": obj{}}
+	if finalizing {
+		mapAt(parent, "metadata")["deletionTimestamp"] = "2026-01-01T00:01:00Z"
+		req["finalizing"] = true
+	}
+	return req
+}
+
+// hookCaller calls customize, sync and finalize in turn through the driver
+// until stopped, and keeps every failure.
+type hookCaller struct {
+	cancel   context.CancelFunc
+	done     chan struct{}
+	calls    atomic.Int64
+	mu       sync.Mutex
+	failures []string
+}
+
+func (r *rotation) callContinuously(ctx context.Context) *hookCaller {
+	ctx, cancel := context.WithCancel(ctx)
+	c := &hookCaller{cancel: cancel, done: make(chan struct{})}
+	start := time.Now()
+	go func() {
+		defer close(c.done)
+		for ctx.Err() == nil {
+			for _, hook := range []string{"customize", "sync", "finalize"} {
+				var resp obj
+				err := r.driver.post(ctx, hook, rotationRequest(r.driverController(), hook == "finalize"), &resp)
+				if ctx.Err() != nil {
+					return
+				}
+				c.calls.Add(1)
+				if err != nil {
+					c.mu.Lock()
+					c.failures = append(c.failures, fmt.Sprintf("%5.1fs %s: %v", time.Since(start).Seconds(), hook, err))
+					c.mu.Unlock()
+				}
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}()
+	return c
+}
+
+func (c *hookCaller) stop() (int64, []string) {
+	c.cancel()
+	<-c.done
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.calls.Load(), c.failures
+}
