@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync"
 	"testing"
@@ -283,40 +284,159 @@ func setHandlerEnv(t *testing.T, ctx context.Context, d *driver, ns, name, key, 
 	}
 }
 
-// TestNodeRuntimeScriptRolls: a new runtime script, as a new asya-sync
-// release embeds one, rolls the actor's pods, and the new pods process
-// messages.
+// TestNodeRuntimeScriptRolls: an upgrade of asya-sync to a release with
+// another runtime script restarts no actor's pods (runtimeUpdate Pinned,
+// the default): every workload names the runtime held back, as
+// docs/upgrade.md's listing shows, and its pod keeps running and
+// answering. Annotating one actor asya.sh/runtime-update: Immediate rolls
+// that actor's pods alone to the new script, and the new pod answers;
+// docs/upgrade.md's paced loop, run as printed, then rolls the other one.
 func TestNodeRuntimeScriptRolls(t *testing.T) {
 	d := nodeDriver(t)
 	ctx := context.Background()
 	ns := nodeNamespace(t, ctx, "node-e2e-script", nil)
 	b := nodeBrokers[0]
 	happy := newCollector(t, ctx, b, "happy-end")
-	pods := runReadyActor(t, ctx, d, nodeActor(ns, "script", b.transport, "handlers.process"))
-	old := str(pods[0], "metadata", "annotations", "asya.sh/runtime-hash")
+	const rolled, pinned = "script", "script-pinned"
+	before := map[string]obj{}
+	for _, name := range []string{rolled, pinned} {
+		before[name] = runReadyActor(t, ctx, d, nodeActor(ns, name, b.transport, "handlers.process"))[0]
+	}
+	old := str(before[rolled], "metadata", "annotations", "asya.sh/runtime-hash")
 	start := time.Now()
 	useNodeService(t, ctx, nodeSetup{tag: "e2e-next", delivery: nodeDefault.delivery})
-	var rolled obj
+	var next string
+	for _, name := range []string{rolled, pinned} {
+		next = awaitRuntimePending(t, ctx, ns, name, old, time.Minute)
+		if next == old {
+			t.Fatalf("%s: the runtime held back is the one its pods run, %s", name, old)
+		}
+	}
+	env.timed("node: service upgrade → every actor holds the new runtime back", start)
+	listing := upgradeDocBlock(t, "## Checking which actors run which runtime", "kubectl get")
+	out, err := quickStartRun(ctx, t.TempDir(), listing)
+	if err != nil {
+		t.Fatalf("docs/upgrade.md's listing:\n%s\n%v\n%s", listing, err, out)
+	}
+	for _, name := range []string{rolled, pinned} {
+		if want := regexp.MustCompile(`(?m)^` + ns + `\s+` + name + `\s+` + old + `\s+` + next + `\s*$`); !want.MatchString(out) {
+			t.Errorf("docs/upgrade.md's listing shows no line %q:\n%s", want, out)
+		}
+	}
+	// More syncs by the new service change nothing.
+	time.Sleep(5 * time.Second)
+	for _, name := range []string{rolled, pinned} {
+		requireSamePod(t, ctx, ns, name, before[name], old)
+	}
+
+	start = time.Now()
+	patch := obj{"metadata": obj{"annotations": obj{"asya.sh/runtime-update": "Immediate"}}}
+	if _, err := env.cluster.client.do(ctx, "PATCH", d.parent.path(ns, rolled), patch, "application/merge-patch+json"); err != nil {
+		t.Fatalf("annotate %s: %v", rolled, err)
+	}
+	pod := awaitRolled(t, ctx, ns, rolled, next)
+	env.timed("node: actor opted in → its pod rolled to the new runtime", start)
+	requireSamePod(t, ctx, ns, pinned, before[pinned], old)
+	answeredBy := func(name string, want obj) {
+		t.Helper()
+		m := message(name, obj{"n": 1})
+		b.send(t, ctx, name, m)
+		got := happy.await(t, ctx, 30*time.Second, m.ID)[m.ID][0]
+		if by := got.Payload.(map[string]any)["pod"]; by != str(want, "metadata", "name") {
+			t.Errorf("%s: answered by %v, want %s", name, by, str(want, "metadata", "name"))
+		}
+	}
+	answeredBy(rolled, pod)
+	answeredBy(pinned, before[pinned])
+
+	start = time.Now()
+	loop := upgradeDocBlock(t, "## Rolling the new runtime, paced", "PAUSE=")
+	if out, err := quickStartRun(ctx, t.TempDir(), "PAUSE=1\n"+loop); err != nil {
+		t.Fatalf("docs/upgrade.md's paced loop:\n%s\n%v\n%s", loop, err, out)
+	}
+	requireSamePod(t, ctx, ns, pinned, awaitRolled(t, ctx, ns, pinned, next), next)
+	requireSamePod(t, ctx, ns, rolled, pod, next)
+	env.timed("node: docs/upgrade.md's paced loop → the last actor rolled", start)
+	a, err := env.cluster.client.get(ctx, d.parent, ns, pinned)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v, set := mapAt(a, "metadata", "annotations")["asya.sh/runtime-update"]; set {
+		t.Errorf("the paced loop left %s annotated asya.sh/runtime-update: %v", pinned, v)
+	}
+}
+
+// upgradeDocBlock is docs/upgrade.md's sh block after heading that starts
+// with first.
+func upgradeDocBlock(t *testing.T, heading, first string) string {
+	t.Helper()
+	block, err := docFence(filepath.Join(env.root, "docs", "upgrade.md"), heading, "sh", first)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return block
+}
+
+// awaitRolled waits until the actor has one pod, Ready, given the runtime
+// of that hash, and returns it.
+func awaitRolled(t *testing.T, ctx context.Context, ns, name, hash string) obj {
+	t.Helper()
 	deadline := time.Now().Add(2 * time.Minute)
-	for rolled == nil {
-		pods, err := env.cluster.client.list(ctx, podsGVR, ns, "asya.sh/asya=script")
+	for {
+		pods, err := env.cluster.client.list(ctx, podsGVR, ns, "asya.sh/asya="+name)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if len(pods) == 1 && podReady(pods[0]) && str(pods[0], "metadata", "annotations", "asya.sh/runtime-hash") != old {
-			rolled = pods[0]
+		if len(pods) == 1 && podReady(pods[0]) && field(pods[0], "metadata", "deletionTimestamp") == nil &&
+			str(pods[0], "metadata", "annotations", "asya.sh/runtime-hash") == hash {
+			return pods[0]
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("no pod with a new runtime hash alone and Ready 2 min after the upgrade\n%s", podReport(ctx, ns, "asya.sh/asya=script"))
+			t.Fatalf("%s: no pod with runtime %s alone and Ready after 2 min\n%s", name, hash, podReport(ctx, ns, "asya.sh/asya="+name))
 		}
 		time.Sleep(250 * time.Millisecond)
 	}
-	env.timed("node: service upgrade → actor's pod rolled", start)
-	m := message("script", obj{"n": 1})
-	b.send(t, ctx, "script", m)
-	got := happy.await(t, ctx, 30*time.Second, m.ID)[m.ID][0]
-	if by := got.Payload.(map[string]any)["pod"]; by != str(rolled, "metadata", "name") {
-		t.Errorf("answered by %v, want the rolled pod %s", by, str(rolled, "metadata", "name"))
+}
+
+// awaitRuntimePending waits until the actor's workload names a runtime its
+// pods do not run yet (asya.sh/runtime-pending), and returns it; it fails
+// at once when the workload's pods are given another runtime than running.
+func awaitRuntimePending(t *testing.T, ctx context.Context, ns, name, running string, within time.Duration) string {
+	t.Helper()
+	deployments := gvr{APIVersion: "apps/v1", Resource: "deployments", Kind: "Deployment", Namespaced: true}
+	deadline := time.Now().Add(within)
+	for {
+		dep, err := env.cluster.client.get(ctx, deployments, ns, name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if given := str(dep, "spec", "template", "metadata", "annotations", "asya.sh/runtime-hash"); given != running {
+			t.Fatalf("Deployment %s/%s: the upgrade gave its pods another runtime (%s, they ran %s): they roll\n%s",
+				ns, name, given, running, podReport(ctx, ns, "asya.sh/asya="+name))
+		}
+		if pending := str(dep, "metadata", "annotations", "asya.sh/runtime-pending"); pending != "" {
+			return pending
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("Deployment %s/%s names no pending runtime %s after the upgrade (asya.sh/template-hash %q)",
+				ns, name, within, str(dep, "metadata", "annotations", "asya.sh/template-hash"))
+		}
+		time.Sleep(250 * time.Millisecond)
+	}
+}
+
+// requireSamePod fails unless the actor's one pod is still the one it had,
+// Ready, with the runtime hash it had.
+func requireSamePod(t *testing.T, ctx context.Context, ns, name string, was obj, hash string) {
+	t.Helper()
+	pods, err := env.cluster.client.list(ctx, podsGVR, ns, "asya.sh/asya="+name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(pods) != 1 || str(pods[0], "metadata", "uid") != str(was, "metadata", "uid") || !podReady(pods[0]) ||
+		str(pods[0], "metadata", "annotations", "asya.sh/runtime-hash") != hash {
+		t.Fatalf("%s: its pod %s (runtime %s) did not stay alone and Ready\n%s", name, str(was, "metadata", "name"), hash,
+			podReport(ctx, ns, "asya.sh/asya="+name))
 	}
 }
 
