@@ -97,6 +97,18 @@ func TestHookCredentialRotationAsDocumented(t *testing.T) {
 		}
 	})
 
+	// A key the Secret lacks is refused before Metacontroller is pointed
+	// at it: it would stop calling every hook of the controller.
+	t.Run("missing key refused", func(t *testing.T) {
+		for _, set := range []string{"hooks.auth.token.key=token-3", "hooks.tls.caBundleKey=ca-next.crt"} {
+			out, err := env.helm("upgrade", rotationRelease, "./chart", "-n", rotationNS, "--reuse-values", "--set", set)
+			key := set[strings.Index(set, "=")+1:]
+			if err == nil || !strings.Contains(out, fmt.Sprintf("has no key %q", key)) {
+				t.Errorf("helm upgrade --set %s: %v, want a refusal naming the missing key\n%s", set, err, out)
+			}
+		}
+	})
+
 	calls, failures := caller.stop()
 	t.Logf("%d hook calls during the rotations, %d failed", calls, len(failures))
 	if len(failures) > 0 {
