@@ -1,0 +1,127 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	asyaruntime "github.com/asya-sh/asya-sync/runtime"
+)
+
+// TestMetacontrollerPinsRuntime runs an upgrade of asya-sync to another
+// runtime script through the real Metacontroller, as helm upgrade does
+// (the service and the CompositeController change together): the actor's
+// Deployment keeps its pod template, so no pod rolls, and gains
+// asya.sh/runtime-pending; its ConfigMap keeps the running script. Once the
+// actor is annotated asya.sh/runtime-update: Immediate, Metacontroller's
+// update gives the pod template and the ConfigMap the new script and drops
+// runtime-pending, under either apply strategy. Like
+// TestMetacontrollerCost it runs only with ASYA_METACONTROLLER_BIN.
+func TestMetacontrollerPinsRuntime(t *testing.T) {
+	bin := needMetacontroller(t)
+	ctx := ctxFor(t, 5*time.Minute)
+	k := env.cluster.client
+	ccGVR, err := k.byKind(ctx, "metacontroller.k8s.io/v1alpha1", "CompositeController")
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := "rollout-" + env.runID
+	mc, err := mcStart(t, bin, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer mc.stop(10 * time.Second)
+	defer k.delete(context.Background(), ccGVR, "", id)
+
+	current, err := os.ReadFile(filepath.Join(env.root, "runtime", "asya_runtime.py"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	next := string(current) + "# the next release's runtime\n"
+	nextPath := filepath.Join(t.TempDir(), "asya_runtime.py")
+	if err := os.WriteFile(nextPath, []byte(next), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	oldHash, nextHash := asyaruntime.Hash(string(current)), asyaruntime.Hash(next)
+
+	ns := "mc-" + id
+	ensureNamespace(t, ctx, ns, true)
+	a := loadActor(t, filepath.Join(env.root, "e2e", "testdata", "actors", "manual.yaml"), ns)
+	mapAt(a, "metadata")["name"] = "pinned"
+	mapAt(a, "spec")["transport"] = "rabbitmq"
+	defer func() {
+		k.delete(context.Background(), actorGVR(), ns, "pinned")
+		if _, err := mcGone(context.Background(), ns); err != nil {
+			t.Errorf("the actor was not finalized: %v", err)
+		}
+	}()
+	deployments := gvr{APIVersion: "apps/v1", Resource: "deployments", Kind: "Deployment", Namespaced: true}
+	configMaps := gvr{APIVersion: "v1", Resource: "configmaps", Kind: "ConfigMap", Namespaced: true}
+	// state is what the actor's pods are given: the template's runtime
+	// hash, the ConfigMap's script's hash, the pending runtime, and
+	// whether the pod template is still the one first created. (The
+	// Deployment's generation rises with its annotations too, which the
+	// Deployment controller copies to the ReplicaSet without a roll.)
+	var created string
+	state := func() (string, error) {
+		d, err := k.get(ctx, deployments, ns, "pinned")
+		if err != nil {
+			return "", err
+		}
+		cm, err := k.get(ctx, configMaps, ns, "pinned-asya-runtime")
+		if err != nil {
+			return "", err
+		}
+		template := mustJSON(field(d, "spec", "template"))
+		if created == "" {
+			created = template
+		}
+		return fmt.Sprintf("template %s, configMap %s, pending %q, pod template as created %v",
+			str(d, "spec", "template", "metadata", "annotations", "asya.sh/runtime-hash"),
+			asyaruntime.Hash(str(cm, "data", "asya_runtime.py")),
+			str(d, "metadata", "annotations", "asya.sh/runtime-pending"), template == created), nil
+	}
+	await := func(step, want string) {
+		t.Helper()
+		var got string
+		err := waitUntilEvery(ctx, 90*time.Second, time.Second, func() bool {
+			s, err := state()
+			if got = s; err != nil {
+				got = err.Error()
+			}
+			return got == want
+		})
+		if err != nil {
+			t.Fatalf("%s: the actor's children say %s, want %s\n%s", step, got, want, mc.tail(20))
+		}
+	}
+
+	serve := func(i int, extraEnv []string) {
+		v := mcVariant{name: "default", hook: &mcService{bin: env.syncBin, chart: filepath.Join(env.root, "chart")}}
+		url := startExtraService(t, fmt.Sprintf("%s-%d", id, i), env.syncBin, mcConfig, extraEnv)
+		if _, err := k.apply(ctx, v.compositeController(t, id, url), "e2e"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	serve(0, nil)
+	if _, err := k.create(ctx, a, false); err != nil {
+		t.Fatal(err)
+	}
+	await("created", fmt.Sprintf("template %s, configMap %s, pending %q, pod template as created true", oldHash, oldHash, ""))
+
+	serve(1, []string{"ASYA_RUNTIME_SCRIPT_PATH=" + nextPath})
+	await("upgraded", fmt.Sprintf("template %s, configMap %s, pending %q, pod template as created true", oldHash, oldHash, nextHash))
+	time.Sleep(3 * time.Second) // more syncs change nothing
+	await("upgraded, later", fmt.Sprintf("template %s, configMap %s, pending %q, pod template as created true", oldHash, oldHash, nextHash))
+
+	patch := obj{"metadata": obj{"annotations": obj{"asya.sh/runtime-update": "Immediate"}}}
+	if _, err := k.do(ctx, "PATCH", actorGVR().path(ns, "pinned"), patch, "application/merge-patch+json"); err != nil {
+		t.Fatal(err)
+	}
+	await("opted in", fmt.Sprintf("template %s, configMap %s, pending %q, pod template as created false", nextHash, nextHash, ""))
+}
