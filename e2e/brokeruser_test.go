@@ -114,19 +114,7 @@ func TestHelmBrokerUser(t *testing.T) {
 // renderWithout renders the chart with args, without brokerUser.
 func renderWithout(t *testing.T, args ...string) map[string]obj {
 	t.Helper()
-	out, err := env.helm(slices.Concat([]string{"template", "asya-sync", "./chart", "--namespace", "asya-system"}, existingCredentials, args)...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	docs, err := splitYAML([]byte(out), "helm template")
-	if err != nil {
-		t.Fatal(err)
-	}
-	byKey := map[string]obj{}
-	for _, d := range docs {
-		byKey[str(d, "kind")+"/"+str(d, "metadata", "name")] = d
-	}
-	return byKey
+	return helmTemplate(t, slices.Concat([]string{"--namespace", "asya-system"}, existingCredentials, args))
 }
 
 // rabbitUsers is the user of each enabled RabbitMQ transport in the

@@ -68,11 +68,19 @@ var generateOffline = []string{"--set", "hooks.generateOffline=true"}
 func renderChart(t *testing.T, ns string, args ...string) map[string]obj {
 	t.Helper()
 	start := time.Now()
-	out, err := env.helm(slices.Concat([]string{"template", "asya-sync", "./chart", "--namespace", ns, "--include-crds"}, brokerUser, generateOffline, args)...)
+	objs := helmTemplate(t, slices.Concat([]string{"--namespace", ns, "--include-crds"}, brokerUser, generateOffline, args))
+	env.timed("helm template "+strings.Join(args, " "), start)
+	return objs
+}
+
+// helmTemplate renders the chart as release asya-sync with args, keyed
+// kind/name.
+func helmTemplate(t *testing.T, args []string) map[string]obj {
+	t.Helper()
+	out, err := env.helm(slices.Concat([]string{"template", "asya-sync", "./chart"}, args)...)
 	if err != nil {
 		t.Fatal(err)
 	}
-	env.timed("helm template "+strings.Join(args, " "), start)
 	docs, err := splitYAML([]byte(out), "helm template")
 	if err != nil {
 		t.Fatal(err)

@@ -384,6 +384,29 @@ func (m *mcProcess) liveHeap() int64 {
 
 // mcStart runs Metacontroller with the run's apply strategy
 // (ASYA_E2E_APPLY_STRATEGY).
+// metacontrollerFor starts the real Metacontroller for one test, under a
+// CompositeController named prefix-<run>; the controller is deleted and
+// Metacontroller stopped when the test ends. It returns the name and the
+// process (for its log).
+func metacontrollerFor(t *testing.T, ctx context.Context, prefix string) (string, *mcProcess) {
+	t.Helper()
+	bin := needMetacontroller(t)
+	ccGVR, err := env.cluster.client.byKind(ctx, "metacontroller.k8s.io/v1alpha1", "CompositeController")
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := prefix + "-" + env.runID
+	mc, err := mcStart(t, bin, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		env.cluster.client.delete(context.Background(), ccGVR, "", id)
+		mc.stop(10 * time.Second)
+	})
+	return id, mc
+}
+
 func mcStart(t *testing.T, bin, id string) (*mcProcess, error) {
 	strategy, err := strategyFromEnv()
 	if err != nil {

@@ -20,20 +20,9 @@ import (
 // from the step before would make the template invalid. Like
 // TestMetacontrollerCost it runs only with ASYA_METACONTROLLER_BIN.
 func TestMetacontrollerSwitchesRuntimeDelivery(t *testing.T) {
-	bin := needMetacontroller(t)
 	ctx := ctxFor(t, 10*time.Minute)
 	k := env.cluster.client
-	ccGVR, err := k.byKind(ctx, "metacontroller.k8s.io/v1alpha1", "CompositeController")
-	if err != nil {
-		t.Fatal(err)
-	}
-	id := "delivery-" + env.runID
-	mc, err := mcStart(t, bin, id)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer mc.stop(10 * time.Second)
-	defer k.delete(context.Background(), ccGVR, "", id)
+	id, mc := metacontrollerFor(t, ctx, "delivery")
 
 	ns := "mc-" + id
 	ensureNamespace(t, ctx, ns, true)

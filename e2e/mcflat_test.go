@@ -20,20 +20,9 @@ import (
 // The actor is then finalized. Like TestMetacontrollerCost it runs only
 // with ASYA_METACONTROLLER_BIN.
 func TestMetacontrollerFlatActor(t *testing.T) {
-	bin := needMetacontroller(t)
 	ctx := ctxFor(t, 5*time.Minute)
 	k := env.cluster.client
-	ccGVR, err := k.byKind(ctx, "metacontroller.k8s.io/v1alpha1", "CompositeController")
-	if err != nil {
-		t.Fatal(err)
-	}
-	id := "flat-" + env.runID
-	mc, err := mcStart(t, bin, id)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer mc.stop(10 * time.Second)
-	defer k.delete(context.Background(), ccGVR, "", id)
+	id, mc := metacontrollerFor(t, ctx, "flat")
 	extra := "flatActors: {transport: rabbitmq}\n"
 	url := startExtraService(t, id, env.syncBin, mcConfig+extra, nil)
 	v := mcVariant{name: "flat", hook: &mcService{bin: env.syncBin, chart: filepath.Join(env.root, "chart"), extra: extra}}

@@ -23,20 +23,9 @@ import (
 // runtime-pending, under either apply strategy. Like
 // TestMetacontrollerCost it runs only with ASYA_METACONTROLLER_BIN.
 func TestMetacontrollerPinsRuntime(t *testing.T) {
-	bin := needMetacontroller(t)
 	ctx := ctxFor(t, 5*time.Minute)
 	k := env.cluster.client
-	ccGVR, err := k.byKind(ctx, "metacontroller.k8s.io/v1alpha1", "CompositeController")
-	if err != nil {
-		t.Fatal(err)
-	}
-	id := "rollout-" + env.runID
-	mc, err := mcStart(t, bin, id)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer mc.stop(10 * time.Second)
-	defer k.delete(context.Background(), ccGVR, "", id)
+	id, mc := metacontrollerFor(t, ctx, "rollout")
 
 	current, err := os.ReadFile(filepath.Join(env.root, "runtime", "asya_runtime.py"))
 	if err != nil {

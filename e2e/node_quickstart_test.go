@@ -191,7 +191,7 @@ func playMetacontroller(t *testing.T, ns string) (stop func()) {
 		for ctx.Err() == nil {
 			if d == nil {
 				var err error
-				d, err = quickStartDriver(ctx)
+				d, err = chartDriver(ctx, quickStartRelease, "asya-system", quickStartSelector)
 				logOnce(err)
 			}
 			if d != nil {
@@ -209,24 +209,6 @@ func playMetacontroller(t *testing.T, ns string) (stop func()) {
 		}
 	}()
 	return func() { cancel(); <-done }
-}
-
-func quickStartDriver(ctx context.Context) (*driver, error) {
-	k := env.cluster.client
-	r, err := k.byKind(ctx, "metacontroller.k8s.io/v1alpha1", "CompositeController")
-	if err != nil {
-		return nil, err
-	}
-	cc, err := k.get(ctx, r, "", quickStartRelease)
-	if err != nil {
-		return nil, err
-	}
-	d, err := newDriver(ctx, k, cc)
-	if err != nil {
-		return nil, err
-	}
-	dialServicePods(d, "asya-system", quickStartSelector)
-	return d, nil
 }
 
 // quickStartTeardown deletes the example actor (the driver finalizes it),

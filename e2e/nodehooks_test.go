@@ -132,28 +132,30 @@ func installNodeService(ctx context.Context) (*driver, error) {
 	if err := helmNodeService(ctx, "install", nodeDefault); err != nil {
 		return nil, err
 	}
+	return chartDriver(ctx, nodeRelease, nodeServiceNS, nodeServiceSelector)
+}
+
+// chartDriver is the driver of the chart's CompositeController cc, whose
+// hooks reach the Ready pods of the selector in ns (there is no kube-proxy
+// on the node).
+func chartDriver(ctx context.Context, cc, ns, selector string) (*driver, error) {
+	k := env.cluster.client
 	r, err := k.byKind(ctx, "metacontroller.k8s.io/v1alpha1", "CompositeController")
 	if err != nil {
 		return nil, err
 	}
-	cc, err := k.get(ctx, r, "", nodeRelease)
+	c, err := k.get(ctx, r, "", cc)
 	if err != nil {
 		return nil, err
 	}
-	d, err := newDriver(ctx, k, cc)
+	d, err := newDriver(ctx, k, c)
 	if err != nil {
 		return nil, err
 	}
-	dialServicePods(d, nodeServiceNS, nodeServiceSelector)
-	return d, nil
-}
-
-// dialServicePods points the driver's hooks at the Ready pods of a service
-// (there is no kube-proxy on the node).
-func dialServicePods(d *driver, ns, selector string) {
 	for _, wh := range d.hooks {
 		wh.client.Transport.(*http.Transport).DialContext = dialPods(ns, selector)
 	}
+	return d, nil
 }
 
 // helmNodeService installs or upgrades the service and waits until a new

@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-	amqp "github.com/rabbitmq/amqp091-go"
 	sigsyaml "sigs.k8s.io/yaml"
 
 	"github.com/asya-sh/asya-sync/api/v1alpha1"
@@ -104,21 +103,7 @@ func TestSteadyResyncBrokerCalls(t *testing.T) {
 	}
 
 	// Traffic: the next resync reads the new count and writes it, once.
-	ch, err := conn.Channel()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ch.Close()
-	if err := ch.Confirm(false); err != nil {
-		t.Fatal(err)
-	}
-	confirm, err := ch.PublishWithDeferredConfirmWithContext(context.Background(), "", queue, false, false, amqp.Publishing{Body: []byte("{}")})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if ok, err := confirm.WaitContext(context.Background()); !ok || err != nil {
-		t.Fatalf("the broker did not confirm the message: %v", err)
-	}
+	testenv.PublishBody(t, conn, queue, []byte("{}"))
 	clock.Advance(time.Duration(period) * time.Second)
 	busy := answer()
 	if busy == first || req.Actor.Status.QueuedMessages == nil || *req.Actor.Status.QueuedMessages != 1 {
