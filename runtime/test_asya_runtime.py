@@ -5,21 +5,18 @@ Run from the repository root:
 """
 import json
 import os
-import shutil
 import signal
 import socket
 import stat
 import struct
-import subprocess
-import sys
-import tempfile
-import textwrap
 import threading
 import time
 import unittest
 
+import test_support
+from test_support import WAIT, wait_for
+
 SCRIPT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "asya_runtime.py")
-WAIT = 10.0  # upper bound for every wait in this file
 
 HANDLERS = '''
 import os
@@ -112,15 +109,6 @@ def handle(p):
 '''
 
 
-def wait_for(predicate, timeout=WAIT, interval=0.01):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if predicate():
-            return True
-        time.sleep(interval)
-    return predicate()
-
-
 def frame(body):
     return struct.pack(">I", len(body)) + body
 
@@ -141,33 +129,10 @@ def envelope(payload, actors=("a", "b", "c"), current=0, **extra):
     return msg
 
 
-class Runtime:
-    """The runtime script running in a subprocess on a private socket directory."""
+class Runtime(test_support.Process):
+    """asya_runtime.py, with a client of its framed socket protocol."""
 
-    def __init__(self, tmp, handler, **env):
-        self.socket_dir = env.pop("socket_dir")
-        self.socket_path = os.path.join(self.socket_dir, env.get("ASYA_SOCKET_NAME", "asya-runtime.sock"))
-        self.ready_path = os.path.join(self.socket_dir, "runtime-ready")
-        self.stderr_path = os.path.join(tmp, "stderr-%s.log" % time.monotonic_ns())
-        full_env = dict(os.environ)
-        for key in [k for k in full_env if k.startswith("ASYA_")]:
-            del full_env[key]
-        full_env.update({
-            "PYTHONPATH": os.path.join(tmp, "mods"),
-            "PYTHONDONTWRITEBYTECODE": "1",
-            "ASYA_SOCKET_DIR": self.socket_dir,
-            "ASYA_HANDLER": handler,
-        })
-        full_env.update(env)
-        self._stderr = open(self.stderr_path, "wb")
-        self.proc = subprocess.Popen([sys.executable, SCRIPT], env=full_env,
-                                     stdout=subprocess.DEVNULL, stderr=self._stderr)
-
-    def wait_ready(self):
-        ok = wait_for(lambda: os.path.exists(self.ready_path) or self.proc.poll() is not None)
-        if not ok or self.proc.poll() is not None:
-            raise AssertionError("runtime not ready; stderr:\n" + self.stderr())
-        return self
+    SCRIPT = SCRIPT
 
     def raw(self, data):
         """Sends raw bytes and returns the decoded response array."""
@@ -181,60 +146,10 @@ class Runtime:
     def call(self, msg):
         return self.raw(frame(json.dumps(msg).encode("utf-8")))
 
-    def stop(self, sig=signal.SIGTERM):
-        if self.proc.poll() is None:
-            self.proc.send_signal(sig)
-        return self.proc.wait(timeout=WAIT)
 
-    def exit_code(self):
-        return self.proc.wait(timeout=WAIT)
-
-    def stderr(self):
-        self._stderr.flush()
-        with open(self.stderr_path, "r", errors="replace") as f:
-            return f.read()
-
-    def close(self):
-        if self.proc.poll() is None:
-            self.proc.kill()
-            self.proc.wait(timeout=WAIT)
-        self._stderr.close()
-
-
-class RuntimeTest(unittest.TestCase):
-    def setUp(self):
-        self.tmp = tempfile.mkdtemp(prefix="asya-rt-")
-        mods = os.path.join(self.tmp, "mods")
-        os.mkdir(mods)
-        for name, src in (("handlers", HANDLERS), ("slow_import", SLOW_IMPORT), ("broken_import", BROKEN_IMPORT)):
-            with open(os.path.join(mods, name + ".py"), "w") as f:
-                f.write(textwrap.dedent(src))
-        self.runtimes = []
-
-    def tearDown(self):
-        for rt in self.runtimes:
-            rt.close()
-        shutil.rmtree(self.tmp, ignore_errors=True)
-
-    def start(self, handler, ready=True, **env):
-        # Every runtime of a test gets its own directory; the first uses
-        # "sock", which some tests prepare beforehand.
-        n = len(self.runtimes)
-        env.setdefault("socket_dir", os.path.join(self.tmp, "sock%s" % (n or "")))
-        rt = Runtime(self.tmp, handler, **env)
-        self.runtimes.append(rt)
-        return rt.wait_ready() if ready else rt
-
-    def assert_failed_start(self, handler, *needles, **env):
-        rt = self.start(handler, ready=False, **env)
-        code = rt.exit_code()
-        err = rt.stderr()
-        self.assertNotEqual(code, 0, err)
-        for needle in needles:
-            self.assertIn(needle, err)
-        self.assertFalse(os.path.exists(rt.ready_path), "ready file written for a failed start")
-        self.assertFalse(os.path.exists(rt.socket_path), "socket left by a failed start")
-        return err
+class RuntimeTest(test_support.RuntimeTestCase):
+    RUNTIME = Runtime
+    MODULES = {"handlers": HANDLERS, "slow_import": SLOW_IMPORT, "broken_import": BROKEN_IMPORT}
 
     # ---- payload mode ----
 

@@ -11,19 +11,15 @@ import http.client
 import json
 import os
 import re
-import shutil
 import signal
 import socket
 import stat
-import subprocess
-import sys
-import tempfile
-import textwrap
-import time
 import unittest
 
+import test_support
+from test_support import WAIT, wait_for
+
 SCRIPT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "asya_runtime_http.py")
-WAIT = 10.0  # upper bound for every wait in this file; never an expectation
 
 HANDLERS = '''
 import asyncio
@@ -166,15 +162,6 @@ raise RuntimeError("x" * 5000 + " the end")
 '''
 
 
-def wait_for(predicate, timeout=WAIT, interval=0.01):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if predicate():
-            return True
-        time.sleep(interval)
-    return predicate()
-
-
 def envelope(payload, curr="a", nxt=("b", "c"), **extra):
     msg = {"id": "m-1", "route": {"prev": ["p"], "curr": curr, "next": list(nxt)}, "payload": payload}
     msg.update(extra)
@@ -266,33 +253,10 @@ class Stream:
         self.sock.close()
 
 
-class Runtime:
-    """The script running in a subprocess on a private socket directory."""
+class Runtime(test_support.Process):
+    """asya_runtime_http.py, with an HTTP client over its socket."""
 
-    def __init__(self, tmp, handler, socket_dir, **env):
-        self.socket_dir = socket_dir
-        self.socket_path = os.path.join(socket_dir, env.get("ASYA_SOCKET_NAME", "asya-runtime.sock"))
-        self.ready_path = os.path.join(socket_dir, "runtime-ready")
-        self.stderr_path = os.path.join(tmp, "stderr-%d.log" % time.monotonic_ns())
-        full_env = {k: v for k, v in os.environ.items() if not k.startswith("ASYA_")}
-        full_env.update({
-            "PYTHONPATH": os.path.join(tmp, "mods"),
-            "PYTHONDONTWRITEBYTECODE": "1",
-            "ASYA_SOCKET_DIR": socket_dir,
-            "ASYA_HANDLER": handler,
-            # Never the real /dev/termination-log.
-            "ASYA_TERMINATION_LOG": os.path.join(tmp, "termination-log-unused"),
-        })
-        full_env.update(env)
-        self._stderr = open(self.stderr_path, "wb")
-        self.proc = subprocess.Popen([sys.executable, SCRIPT], env=full_env,
-                                     stdout=subprocess.DEVNULL, stderr=self._stderr)
-
-    def wait_ready(self):
-        ok = wait_for(lambda: os.path.exists(self.ready_path) or self.proc.poll() is not None)
-        if not ok or self.proc.poll() is not None:
-            raise AssertionError("runtime not ready; stderr:\n" + self.stderr())
-        return self
+    SCRIPT = SCRIPT
 
     def request(self, method, path, body=None, headers=None):
         conn = UnixHTTPConnection(self.socket_path)
@@ -309,46 +273,20 @@ class Runtime:
     def stream(self, msg):
         return Stream(self.socket_path, msg)
 
-    def exit_code(self):
-        return self.proc.wait(timeout=WAIT)
 
-    def stderr(self):
-        self._stderr.flush()
-        with open(self.stderr_path, "r", errors="replace") as f:
-            return f.read()
+class RuntimeHTTPTest(test_support.RuntimeTestCase):
+    RUNTIME = Runtime
+    MODULES = {"handlers": HANDLERS, "slow_import": SLOW_IMPORT,
+               "broken_import": BROKEN_IMPORT, "loud_import": LOUD_IMPORT}
 
-    def close(self):
-        if self.proc.poll() is None:
-            self.proc.kill()
-            self.proc.wait(timeout=WAIT)
-        self._stderr.close()
-
-
-class RuntimeHTTPTest(unittest.TestCase):
     def setUp(self):
-        self.tmp = tempfile.mkdtemp(prefix="asya-rth-")
-        self.mods = os.path.join(self.tmp, "mods")
-        os.mkdir(self.mods)
-        for name, src in (("handlers", HANDLERS), ("slow_import", SLOW_IMPORT),
-                          ("broken_import", BROKEN_IMPORT), ("loud_import", LOUD_IMPORT)):
-            with open(os.path.join(self.mods, name + ".py"), "w") as f:
-                f.write(textwrap.dedent(src))
-        self.runtimes = []
+        super().setUp()
         self.fifos = []
 
     def tearDown(self):
         for fifo in self.fifos:  # never leave a handler blocked
             self.release(fifo)
-        for rt in self.runtimes:
-            rt.close()
-        shutil.rmtree(self.tmp, ignore_errors=True)
-
-    def start(self, handler, ready=True, **env):
-        n = len(self.runtimes)
-        socket_dir = env.pop("socket_dir", os.path.join(self.tmp, "sock%d" % n))
-        rt = Runtime(self.tmp, handler, socket_dir, **env)
-        self.runtimes.append(rt)
-        return rt.wait_ready() if ready else rt
+        super().tearDown()
 
     def fifo(self, name):
         path = os.path.join(self.tmp, name)
@@ -371,17 +309,6 @@ class RuntimeHTTPTest(unittest.TestCase):
 
     def release_when_waited_on(self, fifo):
         self.assertTrue(wait_for(lambda: self.release(fifo)), "nobody waits on %s" % fifo)
-
-    def assert_failed_start(self, handler, *needles, **env):
-        rt = self.start(handler, ready=False, **env)
-        code = rt.exit_code()
-        err = rt.stderr()
-        self.assertNotEqual(code, 0, err)
-        for needle in needles:
-            self.assertIn(needle, err)
-        self.assertFalse(os.path.exists(rt.ready_path), "ready file written by a failed start")
-        self.assertFalse(os.path.exists(rt.socket_path), "socket left by a failed start")
-        return err
 
     def assert_error(self, resp, status, kind, err_type):
         self.assertEqual(resp.status, status, resp.body)
