@@ -407,6 +407,29 @@ func metacontrollerFor(t *testing.T, ctx context.Context, prefix string) (string
 	return id, mc
 }
 
+// mcServe starts this build of asya-sync as the service named service,
+// configured with mcConfig plus extra (and extraEnv), and points the
+// CompositeController id at it from the chart, as a helm upgrade changes
+// both together.
+func mcServe(t *testing.T, ctx context.Context, id, service, extra string, extraEnv []string) {
+	t.Helper()
+	v := mcVariant{name: service, hook: &mcService{bin: env.syncBin, chart: filepath.Join(env.root, "chart"), extra: extra}}
+	url := startExtraService(t, service, env.syncBin, mcConfig+extra, extraEnv)
+	if _, err := env.cluster.client.apply(ctx, v.compositeController(t, id, url), "e2e"); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// mcDelete deletes the actor and waits until Metacontroller has finalized
+// it. Tests defer it: it must run while their services still answer and
+// before Metacontroller stops, which the test's cleanups do.
+func mcDelete(t *testing.T, ns, name string) {
+	env.cluster.client.delete(context.Background(), actorGVR(), ns, name)
+	if _, err := mcGone(context.Background(), ns); err != nil {
+		t.Errorf("the actor was not finalized: %v", err)
+	}
+}
+
 func mcStart(t *testing.T, bin, id string) (*mcProcess, error) {
 	strategy, err := strategyFromEnv()
 	if err != nil {

@@ -3,7 +3,6 @@
 package e2e
 
 import (
-	"context"
 	"fmt"
 	"path/filepath"
 	"testing"
@@ -30,19 +29,10 @@ func TestMetacontrollerSwitchesRuntimeDelivery(t *testing.T) {
 	mapAt(a, "metadata")["name"] = "switch"
 	mapAt(a, "spec")["transport"] = "rabbitmq"
 	// Finalized while Metacontroller still runs, before it stops.
-	defer func() {
-		k.delete(context.Background(), actorGVR(), ns, "switch")
-		if _, err := mcGone(context.Background(), ns); err != nil {
-			t.Errorf("the actor was not finalized: %v", err)
-		}
-	}()
+	defer mcDelete(t, ns, "switch")
 	for i, delivery := range []string{"configMap", "initContainer", "podTemplate", "initContainer", "configMap"} {
 		extra := fmt.Sprintf("runtimeDelivery: %s\nruntimeImage: asya-sync:test\n", delivery)
-		v := mcVariant{name: delivery, hook: &mcService{bin: env.syncBin, chart: filepath.Join(env.root, "chart"), extra: extra}}
-		url := startExtraService(t, fmt.Sprintf("%s-%d", id, i), env.syncBin, mcConfig+extra, nil)
-		if _, err := k.apply(ctx, v.compositeController(t, id, url), "e2e"); err != nil {
-			t.Fatal(err)
-		}
+		mcServe(t, ctx, id, fmt.Sprintf("%s-%d", id, i), extra, nil)
 		if i == 0 {
 			if _, err := k.create(ctx, a, false); err != nil {
 				t.Fatal(err)

@@ -24,11 +24,7 @@ func TestMetacontrollerFlatActor(t *testing.T) {
 	k := env.cluster.client
 	id, mc := metacontrollerFor(t, ctx, "flat")
 	extra := "flatActors: {transport: rabbitmq}\n"
-	url := startExtraService(t, id, env.syncBin, mcConfig+extra, nil)
-	v := mcVariant{name: "flat", hook: &mcService{bin: env.syncBin, chart: filepath.Join(env.root, "chart"), extra: extra}}
-	if _, err := k.apply(ctx, v.compositeController(t, id, url), "e2e"); err != nil {
-		t.Fatal(err)
-	}
+	mcServe(t, ctx, id, id, extra, nil)
 
 	ns := "mc-" + id
 	ensureNamespace(t, ctx, ns, true)
@@ -37,12 +33,7 @@ func TestMetacontrollerFlatActor(t *testing.T) {
 	if _, err := k.create(ctx, a, false); err != nil {
 		t.Fatal(err)
 	}
-	defer func() {
-		k.delete(context.Background(), actorGVR(), ns, name)
-		if _, err := mcGone(context.Background(), ns); err != nil {
-			t.Errorf("the actor was not finalized: %v", err)
-		}
-	}()
+	defer mcDelete(t, ns, name)
 	want := "containers asya-runtime,exporter,asya-sidecar; init fetch-model; volumes models,socket-dir,tmp,asya-runtime"
 	awaitFlatDeployment(t, ctx, mc, ns, name, want, "MODEL=small")
 

@@ -3,7 +3,6 @@
 package e2e
 
 import (
-	"context"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -43,12 +42,7 @@ func TestMetacontrollerPinsRuntime(t *testing.T) {
 	a := loadActor(t, filepath.Join(env.root, "e2e", "testdata", "actors", "manual.yaml"), ns)
 	mapAt(a, "metadata")["name"] = "pinned"
 	mapAt(a, "spec")["transport"] = "rabbitmq"
-	defer func() {
-		k.delete(context.Background(), actorGVR(), ns, "pinned")
-		if _, err := mcGone(context.Background(), ns); err != nil {
-			t.Errorf("the actor was not finalized: %v", err)
-		}
-	}()
+	defer mcDelete(t, ns, "pinned")
 	deployments := gvr{APIVersion: "apps/v1", Resource: "deployments", Kind: "Deployment", Namespaced: true}
 	configMaps := gvr{APIVersion: "v1", Resource: "configmaps", Kind: "ConfigMap", Namespaced: true}
 	// state is what the actor's pods are given: the template's runtime
@@ -91,11 +85,7 @@ func TestMetacontrollerPinsRuntime(t *testing.T) {
 	}
 
 	serve := func(i int, extraEnv []string) {
-		v := mcVariant{name: "default", hook: &mcService{bin: env.syncBin, chart: filepath.Join(env.root, "chart")}}
-		url := startExtraService(t, fmt.Sprintf("%s-%d", id, i), env.syncBin, mcConfig, extraEnv)
-		if _, err := k.apply(ctx, v.compositeController(t, id, url), "e2e"); err != nil {
-			t.Fatal(err)
-		}
+		mcServe(t, ctx, id, fmt.Sprintf("%s-%d", id, i), "", extraEnv)
 	}
 	serve(0, nil)
 	if _, err := k.create(ctx, a, false); err != nil {
