@@ -86,12 +86,40 @@ func TestParseErrorsNameTheKey(t *testing.T) {
 		{"unknown runtime delivery", "runtimeDelivery: inline", `runtimeDelivery: "inline" is not configMap, podTemplate or initContainer`},
 		{"init container without image", "runtimeDelivery: initContainer", "runtimeImage: required with runtimeDelivery initContainer"},
 		{"unknown runtime update", "runtimeUpdate: latest", `runtimeUpdate: "latest" is not Pinned or Immediate`},
+		{"two transports, no flat transport", "transports: {r: {type: rabbitmq, config: {host: h}}, s: {type: sqs, config: {region: r, accountId: '1'}}}",
+			"flatActors.transport: required when more than one transport is enabled (enabled: [r s])"},
+		{"flat transport not configured", "flatActors: {transport: q}\ntransports: {r: {type: rabbitmq, config: {host: h}}}",
+			`flatActors.transport: "q" is not configured (configured: [r])`},
+		{"flat transport disabled", "flatActors: {transport: s}\ntransports: {r: {type: rabbitmq, config: {host: h}}, s: {type: sqs, enabled: false, config: {region: r, accountId: '1'}}}",
+			`flatActors.transport: "s" is disabled (transports.s.enabled: false); enabled: [r]`},
+		{"flat sump is the sink", "flatActors: {sink: end, sump: end}", `flatActors.sump: "end" is the sink's name too`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			_, err := Parse([]byte(tt.yaml))
 			if err == nil || !strings.Contains(err.Error(), tt.want) {
 				t.Errorf("error = %v, want it to contain %q", err, tt.want)
+			}
+		})
+	}
+}
+
+// TestFlatTransport: the transport of flat actors that name none is the
+// one set, else the only enabled one; with none enabled there is none.
+func TestFlatTransport(t *testing.T) {
+	tests := []struct{ name, yaml, want string }{
+		{"set", "flatActors: {transport: s}\ntransports: {r: {type: rabbitmq, config: {host: h}}, s: {type: sqs, config: {region: r, accountId: '1'}}}", "s"},
+		{"the only enabled one", "transports: {r: {type: rabbitmq, config: {host: h}}, s: {type: sqs, enabled: false, config: {region: r, accountId: '1'}}}", "r"},
+		{"none enabled", "transports: {s: {type: sqs, enabled: false, config: {region: r, accountId: '1'}}}", ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			cfg, err := Parse([]byte(tt.yaml))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if cfg.FlatActors.Transport != tt.want {
+				t.Errorf("flatActors.transport = %q, want %q", cfg.FlatActors.Transport, tt.want)
 			}
 		})
 	}
@@ -120,6 +148,7 @@ func TestWatchAndRuntimeDelivery(t *testing.T) {
 
 func TestSecretRefs(t *testing.T) {
 	cfg, err := Parse([]byte(`
+flatActors: {transport: r}
 transports:
   r: {type: rabbitmq, config: {host: h, passwordSecretRef: {name: mq, key: pw}}}
   s: {type: sqs, config: {region: r, accountId: "1", credentials: {accessKeyIdSecretRef: {name: aws, key: id}, secretAccessKeySecretRef: {name: aws, key: secret}}}}

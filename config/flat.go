@@ -47,25 +47,41 @@ func (f *FlatActors) check(transports map[string]Transport) error {
 	if f.Sink == f.Sump {
 		return fmt.Errorf("flatActors.sump: %q is the sink's name too", f.Sump)
 	}
+	enabled := enabledNames(transports)
 	if f.Transport == "" {
-		var enabled []string
-		for name, t := range transports {
-			if t.Enabled {
-				enabled = append(enabled, name)
-			}
+		// Without a choice, flat actors that name no spec.transport would
+		// each fail their sync; refuse here, where the key can be named.
+		if len(enabled) > 1 {
+			return fmt.Errorf("flatActors.transport: required when more than one transport is enabled (enabled: %v): it serves the flat actors that name no spec.transport", enabled)
 		}
 		if len(enabled) == 1 {
 			f.Transport = enabled[0]
 		}
 		return nil
 	}
-	if _, ok := transports[f.Transport]; !ok {
+	t, ok := transports[f.Transport]
+	switch {
+	case !ok:
 		names := make([]string, 0, len(transports))
 		for n := range transports {
 			names = append(names, n)
 		}
 		sort.Strings(names)
 		return fmt.Errorf("flatActors.transport: %q is not configured (configured: %v)", f.Transport, names)
+	case !t.Enabled:
+		return fmt.Errorf("flatActors.transport: %q is disabled (transports.%s.enabled: false); enabled: %v", f.Transport, f.Transport, enabled)
 	}
 	return nil
+}
+
+// enabledNames lists the enabled transports' names, sorted.
+func enabledNames(transports map[string]Transport) []string {
+	var names []string
+	for name, t := range transports {
+		if t.Enabled {
+			names = append(names, name)
+		}
+	}
+	sort.Strings(names)
+	return names
 }

@@ -35,6 +35,7 @@ func newHandler(t *testing.T) *hooksync.Handler {
 	t.Setenv("AWS_SECRET_ACCESS_KEY", "test")
 	t.Setenv("AWS_EC2_METADATA_DISABLED", "true")
 	return hooksync.NewBrokerHandler(t, `
+flatActors: {transport: mq}
 transports:
   mq: {type: rabbitmq, config: {host: 127.0.0.1, port: 5672}}
   sqs: {type: sqs, config: {region: us-east-1, accountId: "000000000000", endpoint: "`+sqsEndpoint+`"}}
