@@ -115,7 +115,7 @@ func Parse(data []byte) (*Config, error) {
 		SidecarImage           string                  `json:"sidecarImage"`
 		SidecarSecurityContext *corev1.SecurityContext `json:"sidecarSecurityContext"`
 		GatewayURL             string                  `json:"gatewayURL"`
-		QueueCacheTTL          *metav1.Duration        `json:"queueCacheTTL"`
+		QueueCacheTTL          json.RawMessage         `json:"queueCacheTTL"`
 		Transports             map[string]rawTransport `json:"transports"`
 		Watch                  struct {
 			Pods      *bool `json:"pods"`
@@ -164,20 +164,11 @@ func Parse(data []byte) (*Config, error) {
 	if cfg.SidecarSecurityContext == nil {
 		cfg.SidecarSecurityContext = DefaultSidecarSecurityContext()
 	}
-	cfg.QueueCacheTTL.Duration = DefaultQueueCacheTTL
-	if raw.QueueCacheTTL != nil {
-		if raw.QueueCacheTTL.Duration < 0 {
-			return nil, fmt.Errorf("queueCacheTTL: must not be negative")
-		}
-		// Below a second the cache holds nothing from one sync to the
-		// next: every sync calls the broker, and every actor with traffic
-		// writes new message counts into its status each time.
-		if raw.QueueCacheTTL.Duration < MinQueueCacheTTL {
-			return nil, fmt.Errorf("queueCacheTTL: %s is less than %s: every sync would call the broker and rewrite the status of every actor with messages; leave it out for %s",
-				raw.QueueCacheTTL.Duration, MinQueueCacheTTL, DefaultQueueCacheTTL)
-		}
-		cfg.QueueCacheTTL = *raw.QueueCacheTTL
+	ttl, err := queueCacheTTL(raw.QueueCacheTTL)
+	if err != nil {
+		return nil, fmt.Errorf("queueCacheTTL: %w", err)
 	}
+	cfg.QueueCacheTTL.Duration = ttl
 	for name, rt := range raw.Transports {
 		t, err := rt.build(name)
 		if err != nil {
@@ -190,6 +181,28 @@ func Parse(data []byte) (*Config, error) {
 		return nil, err
 	}
 	return cfg, nil
+}
+
+// queueCacheTTL decodes and checks the key's value; absent, the default.
+func queueCacheTTL(raw json.RawMessage) (time.Duration, error) {
+	if len(raw) == 0 || string(raw) == "null" {
+		return DefaultQueueCacheTTL, nil
+	}
+	var d metav1.Duration
+	if err := json.Unmarshal(raw, &d); err != nil {
+		return 0, err
+	}
+	switch {
+	case d.Duration < 0:
+		return 0, errors.New("must not be negative")
+	// Below a second the cache holds nothing from one sync to the next:
+	// every sync calls the broker, and every actor with traffic writes new
+	// message counts into its status each time.
+	case d.Duration < MinQueueCacheTTL:
+		return 0, fmt.Errorf("%s is less than %s: every sync would call the broker and rewrite the status of every actor with messages; leave it out for %s",
+			d.Duration, MinQueueCacheTTL, DefaultQueueCacheTTL)
+	}
+	return d.Duration, nil
 }
 
 // TransportNames returns the configured transport names, sorted.

@@ -21,6 +21,7 @@ func TestMetricsOfOperationsCacheAndBrokerState(t *testing.T) {
 	reg := prometheus.NewRegistry()
 	set := openConfig(t, fmt.Sprintf(`
 queueCacheTTL: 1m
+flatActors: {transport: mq-%[1]s}
 transports:
   mq-%[1]s: {type: rabbitmq, config: {host: %[2]s, port: %[3]d, username: %[4]s, passwordFile: %[5]s}}
   mq-down-%[1]s: {type: rabbitmq, config: {host: 127.0.0.1, port: %[6]d}}

@@ -41,6 +41,7 @@ func TestOpenBuildsOneCachedTransportPerEnabledTransport(t *testing.T) {
 	a, b := "mq-a-"+testenv.RunID, "mq-b-"+testenv.RunID
 	set := openConfig(t, fmt.Sprintf(`
 queueCacheTTL: 1m
+flatActors: {transport: sqs}
 transports:
   %[1]s: {type: rabbitmq, config: {host: %[3]s, port: %[4]d, username: %[5]s, passwordFile: %[6]s}}
   %[2]s: {type: rabbitmq, config: {host: %[3]s, port: %[4]d, username: %[5]s, passwordFile: %[6]s, queues: {dlq: {enabled: true}}}}

@@ -213,3 +213,44 @@ default, since stock RabbitMQ admits guest only from localhost
 {{- end -}}
 {{- end -}}
 {{- end -}}
+
+{{/*
+The service's rules on config.flatActors that span keys, which
+values.schema.json cannot express; each failure names the key the
+service's error names. Their transport is flatActors.transport, or else the only
+enabled transport: it must be one of config.transports (a transport set
+to null is absent) and enabled (the default). The sink and the sump, x-sink
+and x-sump unless set, are two different actors.
+*/}}
+{{- define "asya-sync.checkFlatActors" -}}
+{{- $flat := default dict .Values.config.flatActors -}}
+{{- $sink := default "x-sink" $flat.sink -}}
+{{- $sump := default "x-sump" $flat.sump -}}
+{{- if eq $sink $sump -}}
+{{- fail (printf "config.flatActors.sump: %q is the sink's name too (config.flatActors.sink, default x-sink): give the sump another name" $sump) -}}
+{{- end -}}
+{{- $transports := default dict .Values.config.transports -}}
+{{- $configured := list -}}
+{{- $enabled := list -}}
+{{- range $name := keys $transports | sortAlpha -}}
+{{- $t := get $transports $name -}}
+{{- if kindIs "map" $t -}}
+{{- $configured = append $configured $name -}}
+{{- if or (not (hasKey $t "enabled")) (get $t "enabled") -}}
+{{- $enabled = append $enabled $name -}}
+{{- end -}}
+{{- end -}}
+{{- end -}}
+{{- with $flat.transport -}}
+{{- if not (has . $configured) -}}
+{{- fail (printf "config.flatActors.transport: %q is not in config.transports (configured: %s)" . (join ", " $configured | default "none")) -}}
+{{- end -}}
+{{- if not (has . $enabled) -}}
+{{- fail (printf "config.flatActors.transport: %q is disabled (config.transports.%s.enabled=false): name an enabled one (enabled: %s)" . . (join ", " $enabled | default "none")) -}}
+{{- end -}}
+{{- else -}}
+{{- if gt (len $enabled) 1 -}}
+{{- fail (printf "config.flatActors.transport is required with more than one enabled transport: name the one of %s that serves flat actors naming none" (join ", " $enabled)) -}}
+{{- end -}}
+{{- end -}}
+{{- end -}}

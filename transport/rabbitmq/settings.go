@@ -66,7 +66,7 @@ func (s *Settings) Check() error {
 	case s.Port < 1 || s.Port > 65535:
 		return fmt.Errorf("port: %d is not a TCP port", s.Port)
 	}
-	if err := CheckURLCredential(s.Username); err != nil {
+	if err := CheckURLUsername(s.Username); err != nil {
 		return fmt.Errorf("username: %w", err)
 	}
 	if err := s.PasswordSecretRef.Check("passwordSecretRef"); err != nil {

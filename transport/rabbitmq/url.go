@@ -35,6 +35,15 @@ func CheckURLCredential(v string) error {
 	return nil
 }
 
+// CheckURLUsername is CheckURLCredential for a username, where ":" also
+// breaks the URL: it ends the username and starts the password.
+func CheckURLUsername(v string) error {
+	if strings.ContainsRune(v, ':') {
+		return fmt.Errorf("holds ':', which ends the username in the Asya sidecar's AMQP URL (amqp://user:password@host)")
+	}
+	return CheckURLCredential(v)
+}
+
 var _ transport.SecretChecker = (*Settings)(nil)
 
 // CheckSecret implements transport.SecretChecker: the password must
