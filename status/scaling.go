@@ -30,8 +30,8 @@ func (o *observation) scalingState() scalingState {
 		return scalingState{condition: condition{metav1.ConditionFalse, Terminating, "the actor is being deleted"}}
 	case o.in.KEDAMissing:
 		return failedScaling("KEDANotInstalled", fmt.Sprintf(
-			"KEDA is not installed: the cluster has no ScaledObject resource (keda.sh/v1alpha1), so %s %s runs with spec.workload.replicas (%d)",
-			o.workloadKind(), o.workloadName(), *o.actor.Spec.Workload.Replicas))
+			"KEDA is not installed: the cluster has no ScaledObject resource (keda.sh/v1alpha1), so %s %s runs with %s (%d)",
+			o.workloadKind(), o.workloadName(), o.actor.Spec.FieldPath("spec.workload.replicas"), *o.actor.Spec.Workload.Replicas))
 	case o.in.Standby:
 		return scalingState{condition: condition{metav1.ConditionFalse, o.in.Queue.Reason,
 			"KEDA does not scale an actor that does not own its queue"}}

@@ -1,6 +1,7 @@
 package sync
 
 import (
+	"encoding/json"
 	"fmt"
 	"math"
 	"strings"
@@ -54,7 +55,7 @@ func (h *Handler) assess(req *hook.SyncRequest) *assessment {
 	if req.SpecError != nil {
 		a.problems = append(a.problems, req.SpecError.Error())
 	}
-	a.transport, a.queue, a.found = h.transportOf(a.actor.Spec.Transport)
+	a.transport, a.queue, a.found = h.transportOf(a.actor.Spec)
 	if a.found {
 		a.problems = append(a.problems, validate(a.actor.Name, a.actor.Spec, a.transport)...)
 		a.problems = append(a.problems, validateRuntimeUpdate(a.actor)...)
@@ -76,15 +77,16 @@ func (h *Handler) assess(req *hook.SyncRequest) *assessment {
 
 // transportOf finds the actor's transport; when it cannot be used, the
 // queue state says why.
-func (h *Handler) transportOf(name string) (config.Transport, status.QueueState, bool) {
+func (h *Handler) transportOf(spec v1alpha1.AsyncActorSpec) (config.Transport, status.QueueState, bool) {
+	name := spec.Transport
 	t, ok := h.Config.Transports[name]
 	switch {
 	case !ok:
 		return t, status.QueueState{Reason: "TransportNotFound", Message: fmt.Sprintf(
-			"spec.transport: transport %q is not configured (configured: %v)", name, h.Config.TransportNames())}, false
+			"%s: transport %q is not configured (configured: %v)", spec.FieldPath("spec.transport"), name, h.Config.TransportNames())}, false
 	case !t.Enabled:
 		return t, status.QueueState{Reason: "TransportDisabled", Message: fmt.Sprintf(
-			"spec.transport: transport %q is disabled in the service configuration", name)}, false
+			"%s: transport %q is disabled in the service configuration", spec.FieldPath("spec.transport"), name)}, false
 	}
 	return t, status.QueueState{}, true
 }
@@ -183,9 +185,9 @@ func (a *assessment) built() ([]map[string]any, error) {
 		if err != nil {
 			return nil, err
 		}
-		a.problems = append(a.problems, mergeProblems(obj, m)...)
+		a.problems = append(a.problems, mergeProblems(a.actor.Spec, obj, m)...)
 		if so, ok := obj.(*kedav1alpha1.ScaledObject); ok {
-			a.problems = append(a.problems, kedaProblems(so)...)
+			a.problems = append(a.problems, kedaProblems(a.actor.Spec, so)...)
 		}
 		out = append(out, m)
 	}
@@ -194,18 +196,30 @@ func (a *assessment) built() ([]map[string]any, error) {
 
 // mergeProblems describes the lists of a child whose entries would collide
 // under Metacontroller's apply, naming the actor's field where the child's
-// is the actor's pod template (only workloads have spec.template).
-func mergeProblems(obj children.Object, m map[string]any) []string {
+// is the actor's pod template (only workloads have spec.template), as the
+// spec's shape writes it.
+func mergeProblems(spec v1alpha1.AsyncActorSpec, obj children.Object, m map[string]any) []string {
 	var problems []string
 	for _, c := range dynamicapply.Collisions(m) {
 		if path, ok := strings.CutPrefix(c.Path, "spec.template."); ok {
-			c.Path = "spec.workload.template." + path
+			list := podTemplate + "." + path
+			c.Path = spec.FieldPath(list, fmt.Sprintf("%s[%s=%s]", list, c.Key, keyValue(c.First, c.Key)))
 		} else {
 			c.Path = fmt.Sprintf("%s %s: %s", obj.GetObjectKind().GroupVersionKind().Kind, obj.GetName(), c.Path)
 		}
 		problems = append(problems, c.String())
 	}
 	return problems
+}
+
+// keyValue is the value of an entry's merge key, as a path names it.
+func keyValue(entry any, key string) string {
+	v := entry.(map[string]any)[key]
+	if s, ok := v.(string); ok {
+		return s
+	}
+	b, _ := json.Marshal(v)
+	return string(b)
 }
 
 // minFinalizeResync paces finalize retries while the queue cannot be released.

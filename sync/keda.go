@@ -5,6 +5,8 @@ import (
 	"strings"
 
 	kedav1alpha1 "github.com/kedacore/keda/v2/apis/keda/v1alpha1"
+
+	"github.com/asya-sh/asya-sync/api/v1alpha1"
 )
 
 // kedaProblems runs KEDA's own admission checks of the triggers and the
@@ -12,17 +14,17 @@ import (
 // names, the queue's being children.TriggerName; a formula naming
 // triggers), so that what KEDA's webhook would refuse is reported in
 // status, in KEDA's words, instead of failing Metacontroller's apply.
-func kedaProblems(so *kedav1alpha1.ScaledObject) []string {
-	const refused = "spec.scaling.advanced: KEDA would refuse the ScaledObject: "
+func kedaProblems(spec v1alpha1.AsyncActorSpec, so *kedav1alpha1.ScaledObject) []string {
+	const advanced, refused = "spec.scaling.advanced", ": KEDA would refuse the ScaledObject: "
 	if err := kedav1alpha1.ValidateTriggers(so.Spec.Triggers); err != nil {
-		return []string{refused + firstLines(err.Error())}
+		return []string{spec.FieldPath(advanced, advanced+".triggers") + refused + firstLines(err.Error())}
 	}
 	if so.Spec.Advanced == nil || so.Spec.Advanced.ScalingModifiers.Formula == "" {
 		return nil
 	}
 	// The check rewrites the formula it compiles.
 	if _, err := kedav1alpha1.ValidateAndCompileScalingModifiers(so.DeepCopy()); err != nil {
-		return []string{refused + firstLines(err.Error())}
+		return []string{spec.FieldPath(advanced) + refused + firstLines(err.Error())}
 	}
 	return nil
 }

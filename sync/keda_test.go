@@ -6,6 +6,7 @@ import (
 
 	kedav1alpha1 "github.com/kedacore/keda/v2/apis/keda/v1alpha1"
 
+	"github.com/asya-sh/asya-sync/api/v1alpha1"
 	"github.com/asya-sh/asya-sync/children"
 )
 
@@ -28,7 +29,7 @@ func TestKEDAProblems(t *testing.T) {
 			Triggers: append([]kedav1alpha1.ScaleTriggers{{Name: children.TriggerName, Type: "rabbitmq"}}, tc.extra...),
 			Advanced: &kedav1alpha1.AdvancedConfig{ScalingModifiers: kedav1alpha1.ScalingModifiers{Formula: tc.formula, Target: tc.target}},
 		}}
-		got := kedaProblems(so)
+		got := kedaProblems(v1alpha1.AsyncActorSpec{}, so)
 		switch {
 		case tc.want == "" && len(got) > 0:
 			t.Errorf("formula %q target %q: %v, want no problem", tc.formula, tc.target, got)

@@ -61,7 +61,7 @@ func TestPodSecurityProblems(t *testing.T) {
 			actor.Spec = actor.Spec.WithDefaults()
 			tmpl := children.PodTemplate(children.Input{Actor: actor, SidecarSecurityContext: config.DefaultSidecarSecurityContext(),
 				Transport: &rabbitmq.Settings{}})
-			got := podSecurityProblems(tt.ns, tmpl)
+			got := podSecurityProblems(tt.ns, tmpl, actor.Spec)
 			if len(tt.want) == 0 {
 				if len(got) != 0 {
 					t.Errorf("problems = %q, want none", got)

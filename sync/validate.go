@@ -11,7 +11,13 @@ import (
 	asyaruntime "github.com/asya-sh/asya-sync/runtime"
 )
 
-const templatePath = "spec.workload.template.spec"
+// The pod template in the model every builder reads, and its spec: the
+// paths the shared checks name, which v1alpha1.AsyncActorSpec.FieldPath
+// turns into the fields of the spec as written.
+const (
+	podTemplate  = "spec.workload.template"
+	templatePath = podTemplate + ".spec"
+)
 
 // validate lists what is wrong with a defaulted spec, each problem naming
 // the container or field. The CRD rejects most of the range and enum
@@ -25,7 +31,7 @@ func validate(name string, spec v1alpha1.AsyncActorSpec, t config.Transport) []s
 	problems = append(problems, validateContainers(spec.Workload.Template.Spec)...)
 	problems = append(problems, validateVolumes(spec.Workload.Template.Spec)...)
 	problems = append(problems, validateRanges(spec)...)
-	problems = append(problems, validateAdvanced(spec.Scaling.Advanced)...)
+	problems = append(problems, validateAdvanced(spec)...)
 	problems = append(problems, validateClaims(spec.Workload)...)
 	if t.Kind.PodRole() != "" && spec.Workload.Template.Spec.ServiceAccountName != "" {
 		problems = append(problems, fmt.Sprintf(
@@ -105,7 +111,8 @@ func validateRanges(spec v1alpha1.AsyncActorSpec) []string {
 
 // validateAdvanced checks what KEDA's admission webhook would refuse, so
 // the actor says why instead of its ScaledObject failing to apply.
-func validateAdvanced(adv *v1alpha1.AdvancedScaling) []string {
+func validateAdvanced(spec v1alpha1.AsyncActorSpec) []string {
+	adv := spec.Scaling.Advanced
 	if adv == nil {
 		return nil
 	}
@@ -119,8 +126,8 @@ func validateAdvanced(adv *v1alpha1.AdvancedScaling) []string {
 	for i, t := range adv.Triggers {
 		if ref := t.AuthenticationRef; ref != nil && ref.Kind != "" && ref.Kind != "TriggerAuthentication" {
 			problems = append(problems, fmt.Sprintf(
-				"spec.scaling.advanced.triggers[%d].authenticationRef.kind: %q: a trigger may use only a TriggerAuthentication in the actor's namespace",
-				i, ref.Kind))
+				"%s: %q: a trigger may use only a TriggerAuthentication in the actor's namespace",
+				spec.FieldPath(fmt.Sprintf("spec.scaling.advanced.triggers[%d].authenticationRef.kind", i)), ref.Kind))
 		}
 	}
 	return problems

@@ -49,7 +49,7 @@ func validateFlat(spec v1alpha1.AsyncActorSpec) []string {
 	if s.QueueLength < 1 {
 		add("spec.scaling.queueLength: %d must be at least 1", s.QueueLength)
 	}
-	return append(problems, validateAdvanced(s.Advanced)...)
+	return append(problems, validateAdvanced(spec)...)
 }
 
 // reservedNames refuses containers named asya-*: the pod's own.
