@@ -208,26 +208,8 @@ var settings = []string{
 // of docs/performance.md quotes is one of its tables' (to the precision
 // quoted), so no figure stands without the measurement it comes from.
 func TestPerformanceFiguresComeFromTables(t *testing.T) {
-	text := readDoc(t, "docs/performance.md")
-	var table, prose []string
-	inCode := false
-	for _, line := range strings.Split(text, "\n") {
-		switch {
-		case strings.HasPrefix(line, "```"):
-			inCode = !inCode
-		case inCode:
-		case strings.HasPrefix(strings.TrimSpace(line), "|"):
-			table = append(table, line)
-		default:
-			prose = append(prose, line)
-		}
-	}
-	var values []tableValue
-	for _, row := range table {
-		for _, m := range tableFigure.FindAllStringSubmatch(row, -1) {
-			values = append(values, tableValue{m[1], m[2]})
-		}
-	}
+	table, prose := splitTables(readDoc(t, "docs/performance.md"))
+	values := tableValues(table)
 	if len(values) == 0 {
 		t.Fatal("docs/performance.md has no tables")
 	}
@@ -246,6 +228,76 @@ func TestPerformanceFiguresComeFromTables(t *testing.T) {
 			}
 		}
 	}
+}
+
+// measured marks a sentence that reports a measurement rather than a
+// setting: "200 actors took 236 s to converge", "costs about 0.1 ms".
+var measured = regexp.MustCompile(`(?i)\b(?:took|measured|converge[sd]?|converging|costs?|lasted|throughput|p50|p99|median|faster|slower)\b`)
+
+// TestMeasuredFiguresComeFromTables: outside docs/performance.md (which
+// TestPerformanceFiguresComeFromTables holds to its own tables), a
+// sentence of any document, or of the chart's values.yaml, that reports a
+// measured figure quotes one of docs/performance.md's tables or of a table
+// of its own document; better, it links to the table. Build and test
+// times are TestBuildTimesInOnePlace's.
+func TestMeasuredFiguresComeFromTables(t *testing.T) {
+	perf, _ := splitTables(readDoc(t, "docs/performance.md"))
+	files := append(documents(t), "chart/values.yaml")
+	checked := 0
+	for _, file := range files {
+		if file == "docs/performance.md" {
+			continue
+		}
+		tables, prose := splitTables(readDoc(t, file))
+		values := append(tableValues(perf), tableValues(tables)...)
+		for _, s := range sentences(strings.Join(prose, "\n")) {
+			if !measured.MatchString(s) || (duration.MatchString(s) && timeTopic.MatchString(s)) || coldTotal.MatchString(s) {
+				continue
+			}
+			for _, m := range figure.FindAllStringSubmatchIndex(s, -1) {
+				chain, unit := s[m[2]:m[3]], s[m[4]:m[5]]
+				for _, n := range number.FindAllString(chain, -1) {
+					checked++
+					if !inTables(n, unit, values) {
+						t.Errorf("%s quotes %s %s as measured, which no table holds (docs/performance.md's, or its own): %q; link to the table instead",
+							file, n, unit, clip(s))
+					}
+				}
+			}
+		}
+	}
+	if checked == 0 {
+		t.Fatal("no measured figure found outside docs/performance.md: the patterns no longer match the documents")
+	}
+}
+
+// splitTables parts a document into its table rows and its prose, code
+// blocks left out of both.
+func splitTables(text string) (table, prose []string) {
+	inCode := false
+	for _, line := range strings.Split(text, "\n") {
+		switch {
+		case strings.HasPrefix(strings.TrimSpace(line), "```"):
+			inCode = !inCode
+		case inCode:
+		case strings.HasPrefix(strings.TrimSpace(line), "|"):
+			table = append(table, line)
+		default:
+			prose = append(prose, line)
+		}
+	}
+	return table, prose
+}
+
+// tableValues are the numbers of the table rows.
+func tableValues(rows []string) []tableValue {
+	var values []tableValue
+	for _, row := range rows {
+		for _, m := range tableFigure.FindAllStringSubmatch(row, -1) {
+			values = append(values, tableValue{m[1], m[2]})
+		}
+	}
+	return values
 }
 
 // tableValue is a number in a table cell, with the unit written after it

@@ -4,8 +4,10 @@ package e2e
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -290,23 +292,32 @@ func setHandlerEnv(t *testing.T, ctx context.Context, d *driver, ns, name, key, 
 // docs/upgrade.md's listing shows, and its pod keeps running and
 // answering. Annotating one actor asya.sh/runtime-update: Immediate rolls
 // that actor's pods alone to the new script, and the new pod answers;
-// docs/upgrade.md's paced loop, run as printed, then rolls the other one.
+// docs/upgrade.md's paced loop, run as printed, then rolls the other one,
+// leaves alone an actor its user annotated asya.sh/runtime-update:
+// Pinned, and gives up on an actor whose spec turned invalid (it never
+// takes the new runtime) after WAIT seconds, removing its own annotation
+// and naming the actor.
 func TestNodeRuntimeScriptRolls(t *testing.T) {
 	d := nodeDriver(t)
 	ctx := context.Background()
 	ns := nodeNamespace(t, ctx, "node-e2e-script", nil)
 	b := nodeBrokers[0]
 	happy := newCollector(t, ctx, b, "happy-end")
-	const rolled, pinned = "script", "script-pinned"
+	const rolled, pinned, kept, invalid = "script", "script-pinned", "script-kept", "script-invalid"
+	all := []string{rolled, pinned, kept, invalid}
 	before := map[string]obj{}
-	for _, name := range []string{rolled, pinned} {
-		before[name] = runReadyActor(t, ctx, d, nodeActor(ns, name, b.transport, "handlers.process"))[0]
+	for _, name := range all {
+		a := nodeActor(ns, name, b.transport, "handlers.process")
+		if name == kept {
+			mapAt(a, "metadata")["annotations"] = obj{"asya.sh/runtime-update": "Pinned"}
+		}
+		before[name] = runReadyActor(t, ctx, d, a)[0]
 	}
 	old := str(before[rolled], "metadata", "annotations", "asya.sh/runtime-hash")
 	start := time.Now()
 	useNodeService(t, ctx, nodeSetup{tag: "e2e-next", delivery: nodeDefault.delivery})
 	var next string
-	for _, name := range []string{rolled, pinned} {
+	for _, name := range all {
 		next = awaitRuntimePending(t, ctx, ns, name, old, time.Minute)
 		if next == old {
 			t.Fatalf("%s: the runtime held back is the one its pods run, %s", name, old)
@@ -318,16 +329,26 @@ func TestNodeRuntimeScriptRolls(t *testing.T) {
 	if err != nil {
 		t.Fatalf("docs/upgrade.md's listing:\n%s\n%v\n%s", listing, err, out)
 	}
-	for _, name := range []string{rolled, pinned} {
+	for _, name := range all {
 		if want := regexp.MustCompile(`(?m)^` + ns + `\s+` + name + `\s+` + old + `\s+` + next + `\s*$`); !want.MatchString(out) {
 			t.Errorf("docs/upgrade.md's listing shows no line %q:\n%s", want, out)
 		}
 	}
 	// More syncs by the new service change nothing.
 	time.Sleep(5 * time.Second)
-	for _, name := range []string{rolled, pinned} {
+	for _, name := range all {
 		requireSamePod(t, ctx, ns, name, before[name], old)
 	}
+	// asya-runtime with a command of its own: admissible, invalid. The
+	// actor keeps its children as they are, runtime-pending included.
+	broken := obj{"spec": obj{"workload": obj{"template": obj{"spec": obj{"containers": []any{
+		obj{"name": "asya-runtime", "image": nodeImage("runtime"), "command": []any{"python3", "-m", "mine"}},
+	}}}}}}
+	if _, err := env.cluster.client.do(ctx, "PATCH", d.parent.path(ns, invalid), broken, "application/merge-patch+json"); err != nil {
+		t.Fatalf("make %s invalid: %v", invalid, err)
+	}
+	awaitStatus(t, ctx, d, ns, invalid, "WorkloadError", time.Minute, nil)
+	requireSamePod(t, ctx, ns, invalid, before[invalid], old)
 
 	start = time.Now()
 	patch := obj{"metadata": obj{"annotations": obj{"asya.sh/runtime-update": "Immediate"}}}
@@ -351,18 +372,31 @@ func TestNodeRuntimeScriptRolls(t *testing.T) {
 
 	start = time.Now()
 	loop := upgradeDocBlock(t, "## Rolling the new runtime, paced", "PAUSE=")
-	if out, err := quickStartRun(ctx, t.TempDir(), "PAUSE=1\n"+loop); err != nil {
-		t.Fatalf("docs/upgrade.md's paced loop:\n%s\n%v\n%s", loop, err, out)
+	out, err = quickStartRun(ctx, t.TempDir(), "PAUSE=1\nWAIT=15\n"+loop)
+	t.Logf("docs/upgrade.md's paced loop:\n%s", out)
+	var exit *exec.ExitError
+	if !errors.As(err, &exit) {
+		t.Fatalf("docs/upgrade.md's paced loop ended with %v, want it to fail naming %s, which it could not roll\n%s", err, invalid, out)
+	}
+	if want := regexp.MustCompile(`(?m)^not rolled:.* ` + ns + `/` + invalid + `( |$)`); !want.MatchString(out) {
+		t.Errorf("docs/upgrade.md's paced loop does not name %s as not rolled", invalid)
+	}
+	if want := regexp.MustCompile(`(?m)^` + ns + `/` + kept + `: left alone`); !want.MatchString(out) {
+		t.Errorf("docs/upgrade.md's paced loop does not say it left %s alone", kept)
 	}
 	requireSamePod(t, ctx, ns, pinned, awaitRolled(t, ctx, ns, pinned, next), next)
 	requireSamePod(t, ctx, ns, rolled, pod, next)
+	requireSamePod(t, ctx, ns, kept, before[kept], old)
+	requireSamePod(t, ctx, ns, invalid, before[invalid], old)
 	env.timed("node: docs/upgrade.md's paced loop → the last actor rolled", start)
-	a, err := env.cluster.client.get(ctx, d.parent, ns, pinned)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if v, set := mapAt(a, "metadata", "annotations")["asya.sh/runtime-update"]; set {
-		t.Errorf("the paced loop left %s annotated asya.sh/runtime-update: %v", pinned, v)
+	for name, want := range map[string]any{pinned: nil, invalid: nil, kept: "Pinned", rolled: "Immediate"} {
+		a, err := env.cluster.client.get(ctx, d.parent, ns, name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := mapAt(a, "metadata", "annotations")["asya.sh/runtime-update"]; got != want {
+			t.Errorf("after the paced loop %s is annotated asya.sh/runtime-update: %v, want %v", name, got, want)
+		}
 	}
 }
 

@@ -1,0 +1,215 @@
+package docs
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"reflect"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/asya-sh/asya-sync/api/v1alpha1"
+	"github.com/asya-sh/asya-sync/config"
+	"github.com/asya-sh/asya-sync/finalize"
+	"github.com/asya-sh/asya-sync/transport"
+	"github.com/asya-sh/asya-sync/transport/rabbitmq"
+)
+
+// flatActor is a flat actor of namespace ns, as the hook decodes one.
+func flatActor(ns, actor string) *v1alpha1.AsyncActor {
+	a := &v1alpha1.AsyncActor{}
+	a.Name, a.Namespace = actor, ns
+	a.Spec.Generation = v1alpha1.Flat
+	a.Spec.Actor, a.Spec.Image, a.Spec.Handler = actor, "python:3.12-slim", "h.process"
+	return a
+}
+
+// TestUninstallNamesWhatTheCodeNames: docs/uninstall.md names the queues
+// as the code names them, nested (asya-<name>) and flat
+// (asya-<namespace>-<actor>), in prose and in the commands that delete a
+// stuck actor's queue.
+func TestUninstallNamesWhatTheCodeNames(t *testing.T) {
+	doc := readDoc(t, "docs/uninstall.md")
+	for _, name := range []string{v1alpha1.QueueName("<name>"), v1alpha1.FlatQueueName("<namespace>", "<actor>")} {
+		if !strings.Contains(doc, "`"+name+"`") {
+			t.Errorf("docs/uninstall.md does not name the queue %s", name)
+		}
+	}
+	for _, name := range []string{v1alpha1.QueueName("NAME"), v1alpha1.FlatQueueName("NS", "ACTOR")} {
+		if !strings.Contains(doc, "rabbitmqctl delete_queue "+name) {
+			t.Errorf("docs/uninstall.md has no command deleting the queue %s", name)
+		}
+	}
+}
+
+// TestUninstallRemovesWhatFinalizeLeaves: what a flat actor's sync creates
+// on the broker and no finalize deletes (the namespace's sink and sump
+// queues, the namespace's RabbitMQ exchange) is what docs/uninstall.md
+// says asya-sync leaves, and its commands remove exactly that: run as
+// printed, with rabbitmqctl and curl recording their calls, they delete
+// the queues transport.EndQueues names, their DLQs, and the exchange the
+// RabbitMQ transport gives the namespace's sidecars.
+func TestUninstallRemovesWhatFinalizeLeaves(t *testing.T) {
+	const ns = "team-a"
+	var ends []string
+	for _, q := range transport.EndQueues(flatActor(ns, "text-analyzer"), config.DefaultSink, config.DefaultSump) {
+		ends = append(ends, q.Name(), q.DLQName())
+		sink := flatActor(ns, q.Actor)
+		if _, kept := finalize.Kept(finalize.Claim{Actor: sink, Mine: true, Shared: true}); !kept {
+			t.Errorf("finalize deletes %s: docs/uninstall.md says it never does", q.Name())
+		}
+	}
+	if len(ends) != 4 {
+		t.Fatalf("transport.EndQueues names %v: want a sink and a sump with their DLQs", ends)
+	}
+	exchange := sidecarExchange(t, transport.Queue{Actor: "text-analyzer", Namespace: ns, Scoped: true})
+
+	doc := readDoc(t, "docs/uninstall.md")
+	for _, name := range []string{
+		v1alpha1.FlatQueueName("<namespace>", config.DefaultSink), v1alpha1.FlatQueueName("<namespace>", config.DefaultSump),
+		sidecarExchange(t, transport.Queue{Namespace: "<namespace>", Scoped: true}),
+	} {
+		if !strings.Contains(doc, "`"+name+"`") {
+			t.Errorf("docs/uninstall.md does not name %s among what asya-sync leaves", name)
+		}
+	}
+	for _, para := range regexp.MustCompile(`\n\s*\n`).Split(doc, -1) {
+		if strings.Contains(para, "did not create") && strings.Contains(para, "sink") {
+			t.Errorf("docs/uninstall.md counts the sink among the queues asya-sync did not create: every flat actor's sync creates it:\n%s", para)
+		}
+	}
+
+	block := fencedAfter(t, "docs/uninstall.md", "## Removing what asya-sync leaves on the broker", "sh")
+	calls, _ := runRecorded(t, block, []string{"rabbitmqctl", "curl"}, "NS="+ns,
+		"RABBITMQ_API=http://rabbitmq:15672", "RABBITMQ_USER=asya", "RABBITMQ_PASSWORD=secret")
+	var deleted []string
+	var exchanges []string
+	for _, c := range calls {
+		switch {
+		case len(c) == 3 && c[0] == "rabbitmqctl" && c[1] == "delete_queue":
+			deleted = append(deleted, c[2])
+		case c[0] == "curl" && slices.Contains(c, "DELETE"):
+			for _, arg := range c {
+				if rest, ok := strings.CutPrefix(arg, "http://rabbitmq:15672/api/exchanges/%2F/"); ok {
+					exchanges = append(exchanges, strings.SplitN(rest, "?", 2)[0])
+				}
+			}
+		default:
+			t.Errorf("the commands of docs/uninstall.md ran %q, which this test does not know", c)
+		}
+	}
+	slices.Sort(deleted)
+	slices.Sort(ends)
+	if !reflect.DeepEqual(deleted, ends) {
+		t.Errorf("the commands of docs/uninstall.md delete the queues %v; a flat actor's sync creates %v, which finalize keeps", deleted, ends)
+	}
+	if !reflect.DeepEqual(exchanges, []string{exchange}) {
+		t.Errorf("the commands of docs/uninstall.md delete the exchanges %v; the sidecars of namespace %s publish to %s", exchanges, ns, exchange)
+	}
+}
+
+// TestUninstallGracePeriodOfFlatActors: docs/uninstall.md gives the grace
+// period a flat actor's pods get, the default the hook gives a flat spec,
+// which has no field for it.
+func TestUninstallGracePeriodOfFlatActors(t *testing.T) {
+	spec := flatActor("ns", "a").Spec.WithDefaults()
+	if spec.Timeout.GracefulShutdown == nil {
+		t.Fatal("a flat spec gets no grace period")
+	}
+	for _, f := range reflect.VisibleFields(reflect.TypeOf(v1alpha1.CurrentSpec{})) {
+		if tag := strings.ToLower(f.Tag.Get("json")); strings.Contains(tag, "grace") || strings.Contains(tag, "termination") || strings.Contains(tag, "shutdown") {
+			t.Fatalf("the flat shape has %s: docs/uninstall.md says it has no field for the grace period", tag)
+		}
+	}
+	want := fmt.Sprintf("always get %d s", *spec.Timeout.GracefulShutdown)
+	for _, para := range regexp.MustCompile(`\n\s*\n|\n- `).Split(readDoc(t, "docs/uninstall.md"), -1) {
+		if strings.Contains(para, "terminationGracePeriodSeconds") {
+			if folded := strings.Join(strings.Fields(para), " "); !strings.Contains(folded, "flat") || !strings.Contains(folded, want) {
+				t.Errorf("docs/uninstall.md names terminationGracePeriodSeconds without saying a flat actor's pods %s:\n%s", want, para)
+			}
+			return
+		}
+	}
+	t.Error("docs/uninstall.md no longer names terminationGracePeriodSeconds")
+}
+
+// sidecarExchange is the exchange the RabbitMQ transport, with its
+// defaults, gives the sidecar of the queue's actor.
+func sidecarExchange(t *testing.T, q transport.Queue) string {
+	t.Helper()
+	s := &rabbitmq.Settings{Host: "rabbitmq"}
+	if err := s.Check(); err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range s.SidecarEnv(q) {
+		if e.Name == "ASYA_RABBITMQ_EXCHANGE" {
+			return e.Value
+		}
+	}
+	t.Fatal("the RabbitMQ transport gives the sidecar no ASYA_RABBITMQ_EXCHANGE")
+	return ""
+}
+
+// fencedAfter is the first code block of lang after heading in file.
+func fencedAfter(t *testing.T, file, heading, lang string) string {
+	t.Helper()
+	_, after, ok := strings.Cut(readDoc(t, file), "\n"+heading+"\n")
+	if !ok {
+		t.Fatalf("%s: no heading %q", file, heading)
+	}
+	_, block, ok := strings.Cut(after, "\n```"+lang+"\n")
+	if !ok {
+		t.Fatalf("%s: no %s block after %q", file, lang, heading)
+	}
+	block, _, ok = strings.Cut(block, "\n```")
+	if !ok {
+		t.Fatalf("%s: unterminated block after %q", file, heading)
+	}
+	return block + "\n"
+}
+
+// runRecorded runs the shell block with bash in a directory of its own,
+// each of the commands replaced by one that records its arguments and
+// succeeds, and returns the calls in order and the directory.
+func runRecorded(t *testing.T, block string, commands []string, env ...string) (calls [][]string, dir string) {
+	t.Helper()
+	bash, err := exec.LookPath("bash")
+	if err != nil {
+		t.Skip("no bash to run the document's commands with")
+	}
+	dir = t.TempDir()
+	bin := filepath.Join(dir, ".bin")
+	if err := os.Mkdir(bin, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	log := filepath.Join(bin, "calls")
+	for _, c := range commands {
+		script := "#!" + bash + "\n{ printf '%s' " + c + "; for a in \"$@\"; do printf '\\t%s' \"$a\"; done; echo; } >> " + log + "\n"
+		if err := os.WriteFile(filepath.Join(bin, c), []byte(script), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, bash, "-u", "-c", block)
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), append(env, "PATH="+bin+string(os.PathListSeparator)+os.Getenv("PATH"))...)
+	ownGroup(cmd)
+	cmd.WaitDelay = 5 * time.Second
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("%v\n%s\n%s", err, block, out)
+	}
+	data, err := os.ReadFile(log)
+	if err != nil {
+		t.Fatalf("the block ran none of %v: %v", commands, err)
+	}
+	for _, line := range strings.Split(strings.TrimSuffix(string(data), "\n"), "\n") {
+		calls = append(calls, strings.Split(line, "\t"))
+	}
+	return calls, dir
+}
