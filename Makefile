@@ -11,7 +11,7 @@ LDFLAGS := -s -w -X github.com/asya-sh/asya-sync/internal/version.version=$(VERS
 .PHONY: run test services rules vet unit runtime-test runtime-upstream-test e2e build bench
 
 run:
-	$(GO) run ./cmd/asya-sync render -f examples/hello-actor.yaml --config examples/config.yaml
+	$(GO) run ./cmd/asya-sync render -f examples/flat-actor.yaml --config examples/config.yaml
 
 build:
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags="$(LDFLAGS)" -o bin/asya-sync ./cmd/asya-sync

@@ -122,7 +122,8 @@ passwd_files() {
 
 # quickstart_*: the images the README's quick start names, which the
 # node tier runs as printed: the example actor's Python image, the chart's
-# default asya-sync image and the sidecar of examples/values-rabbitmq.yaml.
+# default asya-sync image, the sidecar of examples/values-rabbitmq.yaml and
+# the default sidecar of flat actors.
 quickstart_python() {
   echo "docker.io/library/$(sed -n 's/^ *image: *//p' examples/hello-actor.yaml)"
 }
@@ -134,6 +135,8 @@ quickstart_service() {
 }
 quickstart_sidecar() {
   sed -n 's/^  sidecarImage: *//p' examples/values-rabbitmq.yaml
+  # A flat actor's sidecar when the values name none: the service's default.
+  sed -n 's/^\tDefaultFlatSidecarImage *= *"\(.*\)"$/\1/p' config/flat.go
 }
 
 # build_node_images writes every image the node tier imports into

@@ -357,7 +357,7 @@ func TestExamples(t *testing.T) {
 		})
 	}
 	if len(all) == 0 {
-		t.Skip("no AsyncActor in examples/")
+		t.Fatal("no AsyncActor in examples/")
 	}
 }
 

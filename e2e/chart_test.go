@@ -16,7 +16,9 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"sigs.k8s.io/yaml"
 
+	"github.com/asya-sh/asya-sync/config"
 	"github.com/asya-sh/asya-sync/internal/budget"
 )
 
@@ -490,4 +492,228 @@ func childResources(cc obj) []string {
 		out = append(out, str(c.(obj), "resource"))
 	}
 	return out
+}
+
+// TestHelmValuesCases renders the chart with each case of
+// config/testdata/chart-values.yaml, which config's
+// TestChartSchemaAgreesWithLoader checks against the schema and the
+// service's loader without Helm. Here Helm itself layers the values,
+// validates them and runs the templates: values the service would refuse
+// at startup fail helm template naming the key, whether the schema or a
+// template's rule across keys refuses them, and the service's loader
+// accepts the configuration rendered from the others.
+func TestHelmValuesCases(t *testing.T) {
+	var file struct {
+		Base  obj `json:"base"`
+		Cases []struct {
+			Name    string   `json:"name"`
+			Files   []string `json:"files"`
+			Values  obj      `json:"values"`
+			Refused string   `json:"refused"`
+		} `json:"cases"`
+	}
+	data, err := os.ReadFile(filepath.Join(env.root, "config", "testdata", "chart-values.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := yaml.Unmarshal(data, &file); err != nil || len(file.Cases) == 0 {
+		t.Fatalf("config/testdata/chart-values.yaml: %v (%d cases)", err, len(file.Cases))
+	}
+	// Not under t.TempDir(): helm's -f splits on commas, which a test's
+	// name may hold.
+	writeValues := func(name string, v obj) string {
+		path := filepath.Join(env.work, "values-case-"+name+".yaml")
+		if err := os.WriteFile(path, []byte(mustJSON(v)), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return path
+	}
+	base := writeValues("base", file.Base)
+	for i, tc := range file.Cases {
+		t.Run(tc.Name, func(t *testing.T) {
+			args := slices.Concat([]string{"template", "asya-sync", "./chart", "-f", base}, generateOffline)
+			for _, f := range tc.Files {
+				args = append(args, "-f", f)
+			}
+			args = append(args, "-f", writeValues(fmt.Sprint(i), tc.Values))
+			out, err := env.helm(args...)
+			if tc.Refused != "" {
+				if err == nil {
+					t.Fatalf("helm template accepts the values; want a refusal naming %s", tc.Refused)
+				}
+				if !helmNamesKey(out, tc.Refused) {
+					t.Errorf("helm template refuses the values naming no %s:\n%s", tc.Refused, out)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			docs, err := splitYAML([]byte(out), "helm template")
+			if err != nil {
+				t.Fatal(err)
+			}
+			var rendered []string
+			for _, d := range docs {
+				if cfg := str(d, "data", "config.yaml"); str(d, "kind") == "ConfigMap" && cfg != "" {
+					rendered = append(rendered, cfg)
+				}
+			}
+			if len(rendered) != 1 {
+				t.Fatalf("%d ConfigMaps with a config.yaml rendered, want 1", len(rendered))
+			}
+			if _, err := config.Parse([]byte(rendered[0])); err != nil {
+				t.Errorf("the service refuses the configuration the chart rendered: %v\n%s", err, rendered[0])
+			}
+		})
+	}
+}
+
+// helmNamesKey reports whether helm's output names the values key, dotted
+// (as a template's fail says it) or as the schema validator does: a JSON
+// pointer, or the pointer of the object that misses or must not have the
+// key's last part.
+func helmNamesKey(out, key string) bool {
+	pointer := "/" + strings.ReplaceAll(key, ".", "/")
+	i := strings.LastIndex(pointer, "/")
+	parent, last := pointer[:i], pointer[i+1:]
+	return strings.Contains(out, key) || strings.Contains(out, "'"+pointer+"'") ||
+		strings.Contains(out, "'"+parent+"'") && strings.Contains(out, "'"+last+"'")
+}
+
+// TestHelmNotesSuggestFittingExample: the notes helm prints after an
+// install suggest example actors the release serves. helm template leaves
+// NOTES.txt out, so they are rendered as helm install --dry-run=client
+// prints them, after the manifests, against the test API server (asked
+// for its version and kinds; nothing is installed). For each
+// examples/values-*.yaml and a few transports set otherwise, every
+// example the notes name is read from examples/: each of its AsyncActors
+// names in spec.transport a transport that the configuration the release
+// renders enables, or, flat and naming none, runs on that configuration's
+// flatActors.transport (the only enabled transport when unset), and the
+// service renders it on that configuration. The actor the notes print
+// where no example fits is held to the same.
+func TestHelmNotesSuggestFittingExample(t *testing.T) {
+	// Not under t.TempDir(): helm's -f splits on commas, which a test's
+	// name may hold.
+	valuesFile := func(name, values string) string {
+		path := filepath.Join(env.work, "values-notes-"+name+".yaml")
+		if err := os.WriteFile(path, []byte(values), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return path
+	}
+	sqs := []string{"--set", "config.transports.sqs.type=sqs", "--set", "config.transports.sqs.config.region=eu-west-1",
+		"--set-string", "config.transports.sqs.config.accountId=123456789012"}
+	type notesCase struct {
+		name string
+		args []string
+		want []string // the example files the notes name, in order; nil: any that fit
+	}
+	var cases []notesCase
+	files, err := filepath.Glob(filepath.Join(env.root, "examples", "values-*.yaml"))
+	if err != nil || len(files) == 0 {
+		t.Fatalf("examples/values-*.yaml: %v (%d files)", err, len(files))
+	}
+	for _, f := range files {
+		cases = append(cases, notesCase{name: filepath.Base(f), args: []string{"-f", "examples/" + filepath.Base(f)}})
+	}
+	cases = append(cases,
+		notesCase{"the defaults", nil, []string{"flat-actor.yaml", "hello-actor.yaml"}},
+		notesCase{"flat actors on sqs beside rabbitmq", slices.Concat(sqs, []string{"--set", "config.flatActors.transport=sqs"}),
+			[]string{"flat-actor.yaml", "hello-actor.yaml", "flat-actor-0.5.yaml"}},
+		notesCase{"sqs alone", slices.Concat(sqs, []string{"--set", "config.transports.rabbitmq.enabled=false"}), []string{"flat-actor.yaml", "flat-actor-0.5.yaml"}},
+		notesCase{"one transport, named queue1", []string{"-f", valuesFile("queue1", `config:
+  transports:
+    rabbitmq: null
+    queue1:
+      type: sqs
+      config: {region: eu-west-1, accountId: "123456789012"}
+`)}, []string{"flat-actor.yaml"}},
+		notesCase{"no transport enabled", []string{"--set", "config.transports.rabbitmq.enabled=false"}, []string{}},
+	)
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			out, err := env.helm(slices.Concat([]string{"install", "asya-sync", "./chart", "-n", "e2e-notes", "--dry-run=client",
+				"--disable-openapi-validation"}, brokerUser, generateOffline, tc.args)...)
+			if err != nil {
+				t.Fatal(err)
+			}
+			manifest, notes, ok := strings.Cut(out, "\nNOTES:\n")
+			if !ok {
+				t.Fatalf("helm install --dry-run printed no notes:\n%s", out)
+			}
+			_, manifest, _ = strings.Cut(manifest, "\nMANIFEST:\n")
+			docs, err := splitYAML([]byte(manifest), "helm install --dry-run")
+			if err != nil {
+				t.Fatal(err)
+			}
+			var rendered string
+			for _, d := range docs {
+				if c := str(d, "data", "config.yaml"); str(d, "kind") == "ConfigMap" && c != "" {
+					rendered = c
+				}
+			}
+			cfg, err := config.Parse([]byte(rendered))
+			if err != nil {
+				t.Fatalf("the release's configuration: %v\n%s", err, rendered)
+			}
+			cfgPath := filepath.Join(t.TempDir(), "config.yaml")
+			if err := os.WriteFile(cfgPath, []byte(rendered), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			var enabled []string
+			for _, name := range cfg.TransportNames() {
+				if cfg.Transports[name].Enabled {
+					enabled = append(enabled, name)
+				}
+			}
+			// fits checks the AsyncActors of the file at path.
+			fits := func(what, path string) {
+				actors, err := readYAMLDocs(path)
+				if err != nil {
+					t.Fatalf("%s: %v", what, err)
+				}
+				n := 0
+				for _, a := range actors {
+					if str(a, "kind") != "AsyncActor" {
+						continue
+					}
+					n++
+					transport := str(a, "spec", "transport")
+					if transport == "" && str(a, "spec", "actor") != "" {
+						transport = cfg.FlatActors.Transport
+					}
+					if !slices.Contains(enabled, transport) {
+						t.Errorf("%s: AsyncActor %s runs on transport %q, which the release does not enable (enabled: %v)",
+							what, str(a, "metadata", "name"), transport, enabled)
+					}
+				}
+				if n == 0 {
+					t.Errorf("%s holds no AsyncActor", what)
+				}
+				cmd := exec.Command(env.syncBin, "render", "-f", path, "--config", cfgPath)
+				cmd.Env = append(os.Environ(), "ASYA_SYNC_CONFIG=")
+				if out, err := cmd.CombinedOutput(); err != nil {
+					t.Errorf("%s: asya-sync render on the release's configuration: %v\n%s", what, err, out)
+				}
+			}
+			suggested := []string{}
+			for _, line := range strings.Split(notes, "\n") {
+				if _, rest, ok := strings.Cut(line, "kubectl apply -f examples/"); ok {
+					file, _, _ := strings.Cut(rest, " ")
+					suggested = append(suggested, file)
+					fits("examples/"+file, filepath.Join(env.root, "examples", file))
+				}
+			}
+			switch {
+			case tc.want != nil && !slices.Equal(suggested, tc.want):
+				t.Errorf("the notes suggest %v, want %v:\n%s", suggested, tc.want, notes)
+			case len(enabled) > 0 && len(suggested) == 0:
+				t.Errorf("the notes suggest no actor, with %v enabled:\n%s", enabled, notes)
+			case len(enabled) == 0 && !strings.Contains(notes, "No transport is enabled"):
+				t.Errorf("the notes do not say that no transport is enabled:\n%s", notes)
+			}
+		})
+	}
 }

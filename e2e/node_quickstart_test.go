@@ -25,21 +25,36 @@ const (
 	quickStartHost = "rabbitmq.rabbitmq.svc.cluster.local"
 )
 
-// TestNodeQuickStart runs the README's quick start as printed, block by
+// The README's two quick starts: the flat actor's, which installs
+// everything, and the shorter one for a 0.3 actor on the same install.
+const (
+	quickStartSection       = "Quick start"
+	quickStartLegacySection = "Quick start: an Asya 0.3 actor"
+)
+
+// quickStartActors are the example actors the quick starts apply, by file.
+var quickStartActors = map[string]string{"examples/flat-actor.yaml": "text-analyzer", "examples/hello-actor.yaml": "hello"}
+
+// TestNodeQuickStart runs the README's quick starts as printed, block by
 // block, in a copy of the repository whose examples/values-rabbitmq.yaml has
 // the broker's host edited in, as the README asks: the broker user, the
-// Secrets, the chart with the example's values, the example actor and its
-// handler, a message through the management API, and the result read from
-// asya-happy-end. The node runs the images under the names the quick start
-// prints (.ci/node.sh, quickstart_*); the driver plays Metacontroller.
+// Secrets, the chart with the example's values, the flat example actor and
+// its handler, a message through the management API and the result read
+// from the namespace's sink; then the 0.3 example on the same install, its
+// result read from asya-happy-end. The node runs the images under the names
+// the quick start prints (.ci/node.sh, quickstart_*); the driver plays
+// Metacontroller.
 func TestNodeQuickStart(t *testing.T) {
 	needNode(t)
-	blocks := readmeShellBlocks(t, "Quick start")
+	blocks := readmeShellBlocks(t, quickStartSection)
 	if len(blocks) != 5 {
-		t.Fatalf("README's quick start has %d sh blocks, want 5 (render, broker user, install, send, read)", len(blocks))
+		t.Fatalf("README's %q has %d sh blocks, want 5 (render, broker user, install, send, read)", quickStartSection, len(blocks))
+	}
+	legacy := readmeShellBlocks(t, quickStartLegacySection)
+	if len(legacy) != 2 {
+		t.Fatalf("README's %q has %d sh blocks, want 2 (apply and send, read)", quickStartLegacySection, len(legacy))
 	}
 	dir := quickStartTree(t)
-	ctx := context.Background()
 
 	_ = exec.Command("rabbitmqctl", "delete_user", "asya").Run() // a broker without the user
 	t.Cleanup(func() { _ = exec.Command("rabbitmqctl", "delete_user", "asya").Run() })
@@ -47,35 +62,50 @@ func TestNodeQuickStart(t *testing.T) {
 	t.Cleanup(func() { quickStartTeardown(t, dir, stop) })
 
 	for i, step := range []string{"broker user", "install"} {
-		start := time.Now()
-		if out, err := quickStartRun(ctx, dir, blocks[i+1]); err != nil {
-			t.Fatalf("quick start, %s:\n%s\n%v\n%s\n%s", step, blocks[i+1], err, out, podReport(ctx, quickStartNS, "asya.sh/asya=hello"))
-		}
-		env.timed("node: quick start, "+step, start)
+		quickStartStep(t, dir, step, blocks[i+1], "text-analyzer")
 	}
 	sent := time.Now()
-	if out, err := quickStartRun(ctx, dir, blocks[3]); err != nil {
-		t.Fatalf("quick start, send:\n%s\n%v\n%s", blocks[3], err, out)
+	quickStartStep(t, dir, "send", blocks[3], "text-analyzer")
+	quickStartRead(t, dir, blocks[4], "text-analyzer", "quick-1", "map[characters:16 text:Asya runs actors words:3]")
+	env.timed("node: quick start, message sent → result read (KEDA from zero)", sent)
+
+	quickStartStep(t, dir, "0.3 actor, apply and send", legacy[0], "hello")
+	quickStartRead(t, dir, legacy[1], "hello", "quick-2", "map[greeting:hello, Asya]")
+}
+
+// quickStartStep runs one block; a failure reports the actor's pods.
+func quickStartStep(t *testing.T, dir, step, block, actor string) {
+	t.Helper()
+	ctx := context.Background()
+	start := time.Now()
+	if out, err := quickStartRun(ctx, dir, block); err != nil {
+		t.Fatalf("quick start, %s:\n%s\n%v\n%s\n%s", step, block, err, out, podReport(ctx, quickStartNS, "asya.sh/asya="+actor))
 	}
-	// The README says to read again until the result is there.
+	env.timed("node: quick start, "+step, start)
+}
+
+// quickStartRead runs the read block again, as the README says, until it
+// prints a message, which must be message id with the payload given.
+func quickStartRead(t *testing.T, dir, block, actor, id, payload string) {
+	t.Helper()
+	ctx := context.Background()
 	deadline := time.Now().Add(3 * time.Minute)
 	for {
-		out, err := quickStartRun(ctx, dir, blocks[4])
+		out, err := quickStartRun(ctx, dir, block)
 		if err != nil {
-			t.Fatalf("quick start, read:\n%s\n%v\n%s", blocks[4], err, out)
+			t.Fatalf("quick start, read:\n%s\n%v\n%s", block, err, out)
 		}
 		if got, ok := quickStartResult(t, out); ok {
-			if got.ID != "quick-1" || fmt.Sprint(got.Payload) != "map[greeting:hello, Asya]" {
-				t.Fatalf("asya-happy-end holds %s, want message quick-1 with payload {greeting: hello, Asya}", out)
+			if got.ID != id || fmt.Sprint(got.Payload) != payload {
+				t.Fatalf("the read block printed %s, want message %s with payload %s", out, id, payload)
 			}
-			break
+			return
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("nothing on asya-happy-end 3 min after the message was sent\n%s", podReport(ctx, quickStartNS, "asya.sh/asya=hello"))
+			t.Fatalf("the read block printed no message 3 min after %s's message was sent\n%s", actor, podReport(ctx, quickStartNS, "asya.sh/asya="+actor))
 		}
 		time.Sleep(2 * time.Second)
 	}
-	env.timed("node: quick start, message sent → result read (KEDA from zero)", sent)
 }
 
 // readmeShellBlocks returns the sh code blocks of the README's section.
@@ -211,29 +241,36 @@ func playMetacontroller(t *testing.T, ns string) (stop func()) {
 	return func() { cancel(); <-done }
 }
 
-// quickStartTeardown deletes the example actor (the driver finalizes it),
-// stops the driver, and uninstalls the chart.
+// quickStartTeardown deletes the example actors (the driver finalizes
+// them), stops the driver, uninstalls the chart, and removes what no
+// finalize removes: the queues the quick starts made or read and the
+// namespace's sink, sump and exchange.
 func quickStartTeardown(t *testing.T, dir string, stop func()) {
 	ctx := context.Background()
-	if out, err := quickStartRun(ctx, dir, "kubectl delete -f examples/hello-actor.yaml --ignore-not-found --wait=false"); err != nil {
-		t.Errorf("delete the example: %v\n%s", err, out)
-	}
-	deadline := time.Now().Add(90 * time.Second)
-	for {
-		_, err := env.cluster.client.get(ctx, actorGVR(), quickStartNS, "hello")
-		pods, _ := env.cluster.client.list(ctx, podsGVR, quickStartNS, "asya.sh/asya=hello")
-		if isStatus(err, 404) && len(pods) == 0 {
-			break
+	for file, actor := range quickStartActors {
+		if out, err := quickStartRun(ctx, dir, "kubectl delete -f "+file+" --ignore-not-found --wait=false"); err != nil {
+			t.Errorf("delete %s: %v\n%s", file, err, out)
 		}
-		if time.Now().After(deadline) {
-			t.Errorf("the example actor or its pods still there 90 s after delete\n%s", podReport(ctx, quickStartNS, "asya.sh/asya=hello"))
-			break
+		deadline := time.Now().Add(90 * time.Second)
+		for {
+			_, err := env.cluster.client.get(ctx, actorGVR(), quickStartNS, actor)
+			pods, _ := env.cluster.client.list(ctx, podsGVR, quickStartNS, "asya.sh/asya="+actor)
+			if isStatus(err, 404) && len(pods) == 0 {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Errorf("the example actor %s or its pods still there 90 s after delete\n%s", actor, podReport(ctx, quickStartNS, "asya.sh/asya="+actor))
+				break
+			}
+			time.Sleep(500 * time.Millisecond)
 		}
-		time.Sleep(500 * time.Millisecond)
 	}
 	stop()
 	if out, err := quickStartRun(ctx, dir, "helm uninstall asya-sync -n asya-system --wait --timeout 60s"); err != nil {
 		t.Errorf("helm uninstall: %v\n%s", err, out)
 	}
-	_, _ = quickStartRun(ctx, dir, `curl -fsS -u guest:guest -X DELETE "$RABBITMQ_API/api/queues/%2F/asya-happy-end"`)
+	for _, q := range []string{"asya-happy-end", "asya-" + quickStartNS + "-x-sink", "asya-" + quickStartNS + "-x-sump"} {
+		_, _ = quickStartRun(ctx, dir, `curl -fsS -u guest:guest -X DELETE "$RABBITMQ_API/api/queues/%2F/`+q+`"`)
+	}
+	_, _ = quickStartRun(ctx, dir, `curl -fsS -u guest:guest -X DELETE "$RABBITMQ_API/api/exchanges/%2F/asya-`+quickStartNS+`"`)
 }

@@ -215,20 +215,11 @@ default, since stock RabbitMQ admits guest only from localhost
 {{- end -}}
 
 {{/*
-The service's rules on config.flatActors that span keys, which
-values.schema.json cannot express; each failure names the key the
-service's error names. Their transport is flatActors.transport, or else the only
-enabled transport: it must be one of config.transports (a transport set
-to null is absent) and enabled (the default). The sink and the sump, x-sink
-and x-sump unless set, are two different actors.
+The names of config.transports, sorted, as JSON: "configured" those that
+are set (a transport set to null is absent), "enabled" those of them not
+set enabled: false. Read with fromJson.
 */}}
-{{- define "asya-sync.checkFlatActors" -}}
-{{- $flat := default dict .Values.config.flatActors -}}
-{{- $sink := default "x-sink" $flat.sink -}}
-{{- $sump := default "x-sump" $flat.sump -}}
-{{- if eq $sink $sump -}}
-{{- fail (printf "config.flatActors.sump: %q is the sink's name too (config.flatActors.sink, default x-sink): give the sump another name" $sump) -}}
-{{- end -}}
+{{- define "asya-sync.transportNames" -}}
 {{- $transports := default dict .Values.config.transports -}}
 {{- $configured := list -}}
 {{- $enabled := list -}}
@@ -241,16 +232,44 @@ and x-sump unless set, are two different actors.
 {{- end -}}
 {{- end -}}
 {{- end -}}
-{{- with $flat.transport -}}
-{{- if not (has . $configured) -}}
-{{- fail (printf "config.flatActors.transport: %q is not in config.transports (configured: %s)" . (join ", " $configured | default "none")) -}}
+{{- dict "configured" $configured "enabled" $enabled | toJson -}}
 {{- end -}}
-{{- if not (has . $enabled) -}}
-{{- fail (printf "config.flatActors.transport: %q is disabled (config.transports.%s.enabled=false): name an enabled one (enabled: %s)" . . (join ", " $enabled | default "none")) -}}
+
+{{/*
+The transport of flat actors that name none: config.flatActors.transport,
+or else the only enabled transport; empty if neither.
+*/}}
+{{- define "asya-sync.flatTransport" -}}
+{{- $enabled := (include "asya-sync.transportNames" . | fromJson).enabled -}}
+{{- $set := (default dict .Values.config.flatActors).transport -}}
+{{- if $set -}}{{ $set }}{{- else if eq (len $enabled) 1 -}}{{ first $enabled }}{{- end -}}
+{{- end -}}
+
+{{/*
+The service's rules on config.flatActors that span keys, which
+values.schema.json cannot express; each failure names the key the
+service's error names. Their transport must be one of config.transports
+and enabled; with more than one enabled transport it must be set. The
+sink and the sump, x-sink and x-sump unless set, are two different actors.
+*/}}
+{{- define "asya-sync.checkFlatActors" -}}
+{{- $flat := default dict .Values.config.flatActors -}}
+{{- $sink := default "x-sink" $flat.sink -}}
+{{- $sump := default "x-sump" $flat.sump -}}
+{{- if eq $sink $sump -}}
+{{- fail (printf "config.flatActors.sump: %q is the sink's name too (config.flatActors.sink, default x-sink): give the sump another name" $sump) -}}
+{{- end -}}
+{{- $names := include "asya-sync.transportNames" . | fromJson -}}
+{{- with $flat.transport -}}
+{{- if not (has . $names.configured) -}}
+{{- fail (printf "config.flatActors.transport: %q is not in config.transports (configured: %s)" . (join ", " $names.configured | default "none")) -}}
+{{- end -}}
+{{- if not (has . $names.enabled) -}}
+{{- fail (printf "config.flatActors.transport: %q is disabled (config.transports.%s.enabled=false): name an enabled one (enabled: %s)" . . (join ", " $names.enabled | default "none")) -}}
 {{- end -}}
 {{- else -}}
-{{- if gt (len $enabled) 1 -}}
-{{- fail (printf "config.flatActors.transport is required with more than one enabled transport: name the one of %s that serves flat actors naming none" (join ", " $enabled)) -}}
+{{- if gt (len $names.enabled) 1 -}}
+{{- fail (printf "config.flatActors.transport is required with more than one enabled transport: name the one of %s that serves flat actors naming none" (join ", " $names.enabled)) -}}
 {{- end -}}
 {{- end -}}
 {{- end -}}

@@ -58,6 +58,38 @@ spec:
 	golden.Bytes(t, "testdata/render-stream.yaml", out.Bytes())
 }
 
+// TestRenderEveryExample: every example renders with the repository's
+// service configuration, examples/config.yaml, as `make run` does.
+func TestRenderEveryExample(t *testing.T) {
+	files, err := filepath.Glob("../../examples/*.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	rendered := 0
+	for _, path := range files {
+		data, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !regexp.MustCompile(`(?m)^kind: AsyncActor$`).Match(data) {
+			continue
+		}
+		rendered++
+		t.Run(filepath.Base(path), func(t *testing.T) {
+			var out bytes.Buffer
+			if err := runRender([]string{"-f", path, "--config", "../../examples/config.yaml"}, &out, io.Discard); err != nil {
+				t.Fatal(err)
+			}
+			if !strings.Contains(out.String(), "kind: Deployment") {
+				t.Errorf("render printed no Deployment:\n%s", out.String())
+			}
+		})
+	}
+	if rendered == 0 {
+		t.Fatal("no example holds an AsyncActor")
+	}
+}
+
 func TestRenderRejects(t *testing.T) {
 	dir := t.TempDir()
 	tests := []struct{ name, doc, want string }{

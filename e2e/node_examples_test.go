@@ -1,0 +1,108 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"testing"
+	"time"
+)
+
+// exampleRuns says, for each actor of examples/, which message to send it
+// and what its handler answers. The README's quick starts run two of
+// them, as printed (TestNodeQuickStart).
+var exampleRuns = map[string]struct {
+	quickStart bool
+	payload    obj
+	want       string // the result's payload, as fmt prints it
+}{
+	"hello-actor.yaml/hello":             {quickStart: true},
+	"flat-actor.yaml/text-analyzer":      {quickStart: true},
+	"hardened-actor.yaml/hello-hardened": {payload: obj{"name": "Asya"}, want: "map[greeting:hello, Asya]"},
+	"flat-actor-0.5.yaml/summarizer":     {payload: obj{"text": "Asya runs actors. KEDA scales them."}, want: "map[summary:Asya runs actors]"},
+}
+
+// TestNodeExamples runs each example of examples/ as shipped, with the
+// ConfigMap that carries its handler, in a namespace of its own, and sends
+// it one message: its handler's result must reach the end of its route.
+// The examples scale from zero, so KEDA starts their pods.
+func TestNodeExamples(t *testing.T) {
+	d := nodeDriver(t)
+	all := examples(t)
+	if len(all) == 0 {
+		t.Fatal("no AsyncActor in examples/")
+	}
+	for _, ex := range all {
+		name := str(ex.actor, "metadata", "name")
+		key := filepath.Base(ex.file) + "/" + name
+		run, ok := exampleRuns[key]
+		t.Run(key, func(t *testing.T) {
+			switch {
+			case !ok:
+				t.Fatalf("no message for example %s: add it to exampleRuns", key)
+			case run.quickStart:
+				t.Skip("run as printed by TestNodeQuickStart")
+			}
+			ctx := context.Background()
+			b := nodeBrokerOf(t, ex.actor)
+			ns := nodeNamespace(t, ctx, b.name("node-e2e-example-"+name), nil)
+			docs, err := readYAMLDocs(ex.file)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, doc := range docs {
+				mapAt(doc, "metadata")["namespace"] = ns
+				if str(doc, "kind") == "AsyncActor" {
+					continue
+				}
+				if _, err := env.cluster.client.apply(ctx, doc, "e2e"); err != nil {
+					t.Fatalf("apply %s %s: %v", str(doc, "kind"), str(doc, "metadata", "name"), err)
+				}
+			}
+			mapAt(ex.actor, "metadata")["namespace"] = ns
+			runActor(t, ctx, d, ex.actor)
+			got := sendExample(t, ctx, b, ns, ex.actor, run.payload)
+			if fmt.Sprint(got.Payload) != run.want {
+				t.Errorf("result %s, want payload %s", got.Raw, run.want)
+			}
+		})
+	}
+}
+
+// nodeBrokerOf is the broker of the example's transport: its own, or the
+// flat actors' transport of the node's service (rabbitmq).
+func nodeBrokerOf(t *testing.T, actor obj) nodeBroker {
+	t.Helper()
+	transport := str(actor, "spec", "transport")
+	if transport == "" {
+		transport = "rabbitmq"
+	}
+	for _, b := range nodeBrokers {
+		if b.transport == transport {
+			return b
+		}
+	}
+	t.Fatalf("no node broker for transport %q", transport)
+	return nodeBroker{}
+}
+
+// sendExample puts one message on the actor's queue and returns what
+// reaches the end of its route: a flat actor's namespace's sink, or
+// asya-happy-end for a 0.3 actor.
+func sendExample(t *testing.T, ctx context.Context, b nodeBroker, ns string, actor, payload obj) envelope {
+	t.Helper()
+	name := str(actor, "metadata", "name")
+	if str(actor, "spec", "actor") != "" {
+		sink := flatEnd(t, ctx, b, ns, "x-sink")
+		m := flatMessage(payload, str(actor, "spec", "actor"))
+		sendFlat(t, ctx, b, ns, str(actor, "spec", "actor"), m)
+		id := m["id"].(string)
+		return sink.await(t, ctx, 3*time.Minute, id)[id][0]
+	}
+	end := newCollector(t, ctx, b, "happy-end")
+	m := message(name, payload)
+	b.send(t, ctx, name, m)
+	return end.await(t, ctx, 3*time.Minute, m.ID)[m.ID][0]
+}
