@@ -63,11 +63,27 @@ func TestNodeExamples(t *testing.T) {
 			}
 			mapAt(ex.actor, "metadata")["namespace"] = ns
 			runActor(t, ctx, d, ex.actor)
+			// As the README's kubectl wait: its queue exists, so a message
+			// sent now is kept until KEDA starts a pod.
+			awaitActor(t, ctx, d, ns, name, 2*time.Minute, "Ready", conditionTrue("Ready"))
 			got := sendExample(t, ctx, b, ns, ex.actor, run.payload)
 			if fmt.Sprint(got.Payload) != run.want {
 				t.Errorf("result %s, want payload %s", got.Raw, run.want)
 			}
 		})
+	}
+}
+
+// conditionTrue passes on a status whose condition of that type is True.
+func conditionTrue(typ string) func(obj) error {
+	return func(s obj) error {
+		conds, _ := s["conditions"].([]any)
+		for _, c := range conds {
+			if str(c.(obj), "type") == typ && str(c.(obj), "status") == "True" {
+				return nil
+			}
+		}
+		return fmt.Errorf("condition %s not True", typ)
 	}
 }
 
