@@ -634,8 +634,10 @@ func TestHelmNotesSuggestFittingExample(t *testing.T) {
 	)
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			out, err := env.helm(slices.Concat([]string{"install", "asya-sync", "./chart", "-n", "e2e-notes", "--dry-run=client",
-				"--disable-openapi-validation"}, brokerUser, generateOffline, tc.args)...)
+			// Another release's name: helm checks the cluster-wide objects
+			// of the chart against those other tests installed.
+			out, err := env.helm(slices.Concat([]string{"install", "asya-notes", "./chart", "-n", "e2e-notes", "--dry-run=client",
+				"--disable-openapi-validation", "--set", "compositeController.name=asya-notes"}, brokerUser, generateOffline, tc.args)...)
 			if err != nil {
 				t.Fatal(err)
 			}
