@@ -2,6 +2,8 @@ package sync
 
 import (
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 	"time"
 
@@ -66,6 +68,9 @@ func reservedNames(path string, cs []corev1.Container) []string {
 	return problems
 }
 
+// validateResiliency refuses what either sidecar would refuse at start or
+// read otherwise than written, since each form is also given to the other
+// sidecar line translated (docs/design.md#retries).
 func validateResiliency(r *v1alpha1.Resiliency) []string {
 	if r == nil {
 		return nil
@@ -83,6 +88,56 @@ func validateResiliency(r *v1alpha1.Resiliency) []string {
 		for i, rule := range r.Rules {
 			if _, ok := r.Policies[rule.Policy]; !ok {
 				problems = append(problems, fmt.Sprintf("spec.resiliency.rules[%d].policy: %q is not in spec.resiliency.policies", i, rule.Policy))
+			}
+		}
+	}
+	problems = append(problems, validateRetry(r.Retry)...)
+	return append(problems, validatePolicies(*r)...)
+}
+
+// validateRetry: the 0.5 sidecar refuses intervals that are not positive
+// and a coefficient under 1, and takes an interval it cannot parse for its
+// default.
+func validateRetry(rt *v1alpha1.Retry) []string {
+	if rt == nil {
+		return nil
+	}
+	var problems []string
+	for _, f := range []struct{ name, v string }{{"initialInterval", rt.InitialInterval}, {"maxInterval", rt.MaxInterval}} {
+		if d, err := time.ParseDuration(f.v); f.v != "" && (err != nil || d <= 0) {
+			problems = append(problems, fmt.Sprintf("spec.resiliency.retry.%s: %q is not a positive duration (for example 500ms or 2s)", f.name, f.v))
+		}
+	}
+	if c := rt.BackoffCoefficient; c != "" {
+		if f, err := c.Float64(); err != nil || f < 1 {
+			problems = append(problems, fmt.Sprintf("spec.resiliency.retry.backoffCoefficient: %s must be at least 1", c))
+		}
+	}
+	return problems
+}
+
+// validatePolicies: the 1.x sidecar stops at a policy it cannot decode;
+// the rest is upstream's XRD (maxAttempts at least 1, backoff one of
+// three).
+func validatePolicies(r v1alpha1.Resiliency) []string {
+	policies, err := r.DecodedPolicies()
+	if err != nil {
+		return []string{err.Error()}
+	}
+	var problems []string
+	for _, name := range slices.Sorted(maps.Keys(policies)) {
+		p, path := policies[name], "spec.resiliency.policies."+name
+		if p.MaxAttempts != nil && *p.MaxAttempts < 1 {
+			problems = append(problems, fmt.Sprintf("%s.maxAttempts: %d must be at least 1", path, *p.MaxAttempts))
+		}
+		switch p.Backoff {
+		case "", "constant", "linear", "exponential":
+		default:
+			problems = append(problems, fmt.Sprintf("%s.backoff: %q is not constant, linear or exponential", path, p.Backoff))
+		}
+		for _, f := range []struct{ name, v string }{{"initialDelay", p.InitialDelay}, {"maxInterval", p.MaxInterval}, {"maxDuration", p.MaxDuration}} {
+			if d, err := time.ParseDuration(f.v); f.v != "" && (err != nil || d < 0) {
+				problems = append(problems, fmt.Sprintf("%s.%s: %q is not a duration (for example 500ms or 2s)", path, f.name, f.v))
 			}
 		}
 	}

@@ -1,6 +1,7 @@
 package sync
 
 import (
+	"encoding/json"
 	"strings"
 	"testing"
 
@@ -64,6 +65,54 @@ func TestValidate(t *testing.T) {
 				Workload: v1alpha1.WorkloadSpec{Template: v1alpha1.PodTemplate{Spec: corev1.PodSpec{Containers: []corev1.Container{runtime}}}}}
 			tt.edit(&spec)
 			got := validate("echo", spec.WithDefaults(), tt.transport)
+			if len(got) != len(tt.want) {
+				t.Fatalf("problems = %q, want %d matching %q", got, len(tt.want), tt.want)
+			}
+			for i := range got {
+				if !strings.Contains(got[i], tt.want[i]) {
+					t.Errorf("problem %d = %q, want it to contain %q", i, got[i], tt.want[i])
+				}
+			}
+		})
+	}
+}
+
+func TestValidateResiliency(t *testing.T) {
+	policies := func(p map[string]string) map[string]json.RawMessage {
+		out := map[string]json.RawMessage{}
+		for k, v := range p {
+			out[k] = json.RawMessage(v)
+		}
+		return out
+	}
+	tests := []struct {
+		name string
+		r    v1alpha1.Resiliency
+		want []string
+	}{
+		{"0.5 form", v1alpha1.Resiliency{Retry: &v1alpha1.Retry{InitialInterval: "500ms", MaxInterval: "1m", BackoffCoefficient: "1.5"},
+			NonRetryableErrors: []string{"KeyError"}}, nil},
+		{"1.x form", v1alpha1.Resiliency{Policies: policies(map[string]string{
+			"default": `{"maxAttempts":3,"backoff":"linear","initialDelay":"1s","maxInterval":"30s","maxDuration":"10m","jitter":true,"onExhausted":["fix"]}`,
+			"later":   `{"maxAttempts":2,"someday":"a field of a later release"}`}),
+			Rules: []v1alpha1.ResiliencyRule{{Errors: []string{"ValueError"}, Policy: "later"}}}, nil},
+		{"both forms", v1alpha1.Resiliency{Retry: &v1alpha1.Retry{}, Policies: policies(map[string]string{"default": `{}`})},
+			[]string{"two forms of one setting"}},
+		{"rule of no policy", v1alpha1.Resiliency{Rules: []v1alpha1.ResiliencyRule{{Errors: []string{"E"}, Policy: "gone"}}},
+			[]string{`rules[0].policy: "gone" is not in`}},
+		{"intervals the 0.5 sidecar refuses or replaces", v1alpha1.Resiliency{Retry: &v1alpha1.Retry{InitialInterval: "0s", MaxInterval: "soon"}},
+			[]string{`retry.initialInterval: "0s"`, `retry.maxInterval: "soon"`}},
+		{"coefficient under 1", v1alpha1.Resiliency{Retry: &v1alpha1.Retry{BackoffCoefficient: "0.5"}},
+			[]string{"backoffCoefficient: 0.5 must be at least 1"}},
+		{"policy that does not decode", v1alpha1.Resiliency{Policies: policies(map[string]string{"default": `{"maxAttempts":"3"}`})},
+			[]string{"spec.resiliency.policies.default: json:"}},
+		{"policy fields out of range", v1alpha1.Resiliency{Policies: policies(map[string]string{
+			"default": `{"maxAttempts":0,"backoff":"fibonacci","initialDelay":"1 second","maxDuration":"-1s"}`})},
+			[]string{"default.maxAttempts: 0 must be at least 1", `default.backoff: "fibonacci"`, `default.initialDelay: "1 second"`, `default.maxDuration: "-1s"`}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := validateResiliency(&tt.r)
 			if len(got) != len(tt.want) {
 				t.Fatalf("problems = %q, want %d matching %q", got, len(tt.want), tt.want)
 			}

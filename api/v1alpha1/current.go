@@ -3,6 +3,7 @@ package v1alpha1
 import (
 	"encoding/json"
 	"fmt"
+	"sort"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -137,6 +138,49 @@ type Retry struct {
 	BackoffCoefficient json.Number `json:"backoffCoefficient,omitempty"`
 	// +optional
 	Jitter *bool `json:"jitter,omitempty"`
+}
+
+// ResiliencyPolicy is one of 1.x's named retry policies, the fields its
+// sidecar reads (docs/design.md#retries). Spec.resiliency.policies keeps
+// them as written, fields this type does not know included, so that the
+// sidecar is given exactly what the user wrote; this type is how
+// asya-sync reads them.
+type ResiliencyPolicy struct {
+	// MaxAttempts counts the first attempt; 1.x's sidecar takes 0 or none
+	// as 1 (no retry).
+	MaxAttempts *int32 `json:"maxAttempts,omitempty"`
+	// Backoff is constant, linear or exponential (doubling).
+	Backoff string `json:"backoff,omitempty"`
+	// InitialDelay, MaxInterval and MaxDuration are Go durations; none is
+	// zero: no delay, no cap, no limit.
+	InitialDelay string   `json:"initialDelay,omitempty"`
+	MaxInterval  string   `json:"maxInterval,omitempty"`
+	MaxDuration  string   `json:"maxDuration,omitempty"`
+	Jitter       bool     `json:"jitter,omitempty"`
+	OnExhausted  []string `json:"onExhausted,omitempty"`
+}
+
+// Retries says whether the policy tries a failed message again.
+func (p ResiliencyPolicy) Retries() bool { return p.MaxAttempts != nil && *p.MaxAttempts > 1 }
+
+// DecodedPolicies reads spec.resiliency.policies, naming the first policy
+// that does not decode (in name order, so the message does not change
+// between calls).
+func (r Resiliency) DecodedPolicies() (map[string]ResiliencyPolicy, error) {
+	names := make([]string, 0, len(r.Policies))
+	for name := range r.Policies {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	out := make(map[string]ResiliencyPolicy, len(names))
+	for _, name := range names {
+		var p ResiliencyPolicy
+		if err := json.Unmarshal(r.Policies[name], &p); err != nil {
+			return nil, fmt.Errorf("spec.resiliency.policies.%s: %w", name, err)
+		}
+		out[name] = p
+	}
+	return out, nil
 }
 
 // ResiliencyRule sends errors of the listed types to a named policy.
