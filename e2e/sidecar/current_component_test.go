@@ -648,32 +648,45 @@ func TestCurrentSIGTERMCutsTheCallShort(t *testing.T) {
 	})
 }
 
-// TestCurrentRetries: with the 0.5 retry variables asya-sync renders for
-// spec.resiliency.retry, a failed message is tried again on SQS, held
-// back by DelaySeconds, and reaches the sump once its attempts are
-// spent. On RabbitMQ the real sidecar cannot delay a message, so the
-// first error goes to the sump.
+// TestCurrentRetries: on either line, with the variables asya-sync
+// renders for two attempts a second apart, a failed message is tried
+// again on SQS, held back by DelaySeconds, and ends once its attempts
+// are spent: in the sump on the 0.5 line, in the sink (phase failed) on
+// the 1.x line. On RabbitMQ neither real sidecar can delay a message, so
+// the first error ends there.
 func TestCurrentRetries(t *testing.T) {
 	t.Parallel()
-	onBrokers(t, func(t *testing.T, r *currentRig) {
-		r.queues("flaky")
-		r.actor("flaky", "counted", "ASYA_RESILIENCY_RETRY_POLICY=constant", "ASYA_RESILIENCY_RETRY_MAX_ATTEMPTS=2",
-			"ASYA_RESILIENCY_RETRY_INITIAL_INTERVAL=1s", "ASYA_RESILIENCY_RETRY_JITTER=false")
-		calls := filepath.Join(t.TempDir(), "calls")
-		r.put("flaky", newEnvelope("r1", map[string]any{"calls": calls}, "flaky"))
+	for _, line := range []struct {
+		name, end, spent string
+		env              []string
+	}{
+		{"0.5", sump, "MaxRetriesExhausted", []string{"ASYA_RESILIENCY_RETRY_POLICY=constant", "ASYA_RESILIENCY_RETRY_MAX_ATTEMPTS=2",
+			"ASYA_RESILIENCY_RETRY_INITIAL_INTERVAL=1s", "ASYA_RESILIENCY_RETRY_JITTER=false"}},
+		{"1.x", sink, "PolicyExhausted", []string{"ASYA_TEST_SIDECAR_LINE=1.x",
+			`ASYA_RESILIENCY_POLICIES={"default":{"backoff":"constant","initialDelay":"1s","maxAttempts":2}}`}},
+	} {
+		t.Run(line.name, func(t *testing.T) {
+			t.Parallel()
+			onBrokers(t, func(t *testing.T, r *currentRig) {
+				r.queues("flaky")
+				r.actor("flaky", "counted", line.env...)
+				calls := filepath.Join(t.TempDir(), "calls")
+				r.put("flaky", newEnvelope("r1", map[string]any{"calls": calls}, "flaky"))
 
-		got := r.take(sump)
-		wantReason, wantCalls := "MaxRetriesExhausted", 2
-		if r.transport == "rabbitmq" {
-			wantReason, wantCalls = "RuntimeError", 1
-		}
-		if got["id"] != "r1" || field(got, "status", "reason") != wantReason ||
-			field(got, "status", "attempt") != 2.0 || field(got, "status", "max_attempts") != 2.0 {
-			t.Errorf("sump got %v, want r1, %s at attempt 2 of 2", got, wantReason)
-		}
-		if b, _ := os.ReadFile(calls); len(b) != wantCalls {
-			t.Errorf("the handler ran %d times, want %d", len(b), wantCalls)
-		}
-		r.empty("flaky", sink)
-	})
+				got := r.take(line.end)
+				wantReason, wantCalls := line.spent, 2
+				if r.transport == "rabbitmq" {
+					wantReason, wantCalls = "RuntimeError", 1
+				}
+				if got["id"] != "r1" || field(got, "status", "phase") != "failed" || field(got, "status", "reason") != wantReason ||
+					field(got, "status", "attempt") != 2.0 || field(got, "status", "max_attempts") != 2.0 {
+					t.Errorf("%s got %v, want r1 failed, %s at attempt 2 of 2", line.end, got, wantReason)
+				}
+				if b, _ := os.ReadFile(calls); len(b) != wantCalls {
+					t.Errorf("the handler ran %d times, want %d", len(b), wantCalls)
+				}
+				r.empty("flaky", sink, sump)
+			})
+		})
+	}
 }

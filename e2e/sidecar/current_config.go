@@ -1,8 +1,10 @@
 package main
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"math"
 	"slices"
 	"strconv"
@@ -49,10 +51,18 @@ func generationOf(getenv func(string) string) (current bool, err error) {
 // generation names the sidecar's generation, for the log.
 func (c config) generation() string {
 	if c.Current != nil {
-		return "current"
+		return "current " + c.Current.Line
 	}
 	return "0.3"
 }
+
+// lineVar names the current generation's line, 0.5 (the default, the
+// sidecar at upstream a7cec2a) or 1.x. Like generationVar it belongs to
+// this test image alone; an actor's sidecar.env or the image sets it.
+// The lines differ here in what they do with a handler's error alone
+// (current_retry.go): which variables they retry by, and whether what
+// is not retried ends in the sump (0.5) or the sink (1.x).
+const lineVar = "ASYA_TEST_SIDECAR_LINE"
 
 // currentConfig is what only the current generation has.
 type currentConfig struct {
@@ -63,55 +73,19 @@ type currentConfig struct {
 	// the first message, ASYA_RUNTIME_READY_TIMEOUT (5m); the real
 	// sidecar exits 1 when it passes, and so does this one.
 	ReadyTimeout time.Duration
-	// Retry is the 0.5 sidecar's retry policy, nil (no retries) unless
-	// one of its variables is set, as in loadResiliencyConfig.
+	// Line is "0.5" or "1.x" (lineVar).
+	Line string
+	// Retry is the 0.5 line's retry policy, nil (no retries) unless one of
+	// its variables is set, as in loadResiliencyConfig.
 	Retry *retryPolicy
-}
-
-// retryPolicy is ASYA_RESILIENCY_RETRY_* and
-// ASYA_RESILIENCY_NON_RETRYABLE_ERRORS, with the real sidecar's defaults.
-// The 1.x JSON policies (ASYA_RESILIENCY_POLICIES, _RULES) are not read,
-// as the sidecar at a7cec2a does not read them.
-type retryPolicy struct {
-	Policy                       string // constant or exponential
-	MaxAttempts                  int
-	InitialInterval, MaxInterval time.Duration
-	Coefficient                  float64
-	Jitter                       bool
-	NonRetryable                 []string // error types, matched against the type and its mro
-}
-
-// delay is how long the message waits before its next attempt after
-// the failed one (computeRetryDelay): the initial interval, times the
-// coefficient to the failed attempt's number less one when exponential,
-// at most the maximum, then times a factor from 0.5 to 1.5 with jitter
-// (random gives a number from 0 to 1).
-func (p retryPolicy) delay(failed int, random func() float64) time.Duration {
-	d := p.InitialInterval
-	if p.Policy == "exponential" {
-		d = time.Duration(float64(p.InitialInterval) * math.Pow(p.Coefficient, float64(failed-1)))
-	}
-	d = min(d, p.MaxInterval)
-	if p.Jitter {
-		d = time.Duration(float64(d) * (0.5 + random()))
-	}
-	return d
-}
-
-// nonRetryable says whether the error's type or one of its ancestors is
-// listed as not to be retried.
-func (p retryPolicy) nonRetryable(typ string, mro []string) bool {
-	for _, n := range p.NonRetryable {
-		if n == typ || slices.Contains(mro, n) {
-			return true
-		}
-	}
-	return false
+	// Policies are the 1.x line's policies and rules, nil (one attempt)
+	// unless one of their variables is set.
+	Policies *policySet
 }
 
 // retryVars are the 0.5 sidecar's retry settings; any of them set turns
 // its retries on (loadResiliencyConfig at a7cec2a). ASYA_RESILIENCY_ACTOR_TIMEOUT
-// is not one of them.
+// is not one of them. The 1.x sidecar reads none of them.
 var retryVars = []string{
 	"ASYA_RESILIENCY_RETRY_POLICY", "ASYA_RESILIENCY_RETRY_MAX_ATTEMPTS", "ASYA_RESILIENCY_RETRY_INITIAL_INTERVAL",
 	"ASYA_RESILIENCY_RETRY_MAX_INTERVAL", "ASYA_RESILIENCY_RETRY_BACKOFF_COEFFICIENT", "ASYA_RESILIENCY_RETRY_JITTER",
@@ -121,7 +95,9 @@ var retryVars = []string{
 // loadCurrentConfig reads the current sidecar's variables with its
 // defaults. The end actors are the sink and the sump (ASYA_ACTOR_SINK,
 // ASYA_ACTOR_SUMP), the per-call timeout is ASYA_RESILIENCY_ACTOR_TIMEOUT,
-// the retries ASYA_RESILIENCY_RETRY_*.
+// the retries ASYA_RESILIENCY_RETRY_* on the 0.5 line and
+// ASYA_RESILIENCY_POLICIES and _RULES on the 1.x line, each line blind
+// to the other's.
 //
 // Departures, each refused at start rather than ignored, so that a test
 // relying on one fails loudly: a prefetch other than 1 (asya-sync never
@@ -156,8 +132,16 @@ func loadCurrentConfig(getenv func(string) string) (config, error) {
 		Current: &currentConfig{
 			Namespace:    getenv("ASYA_NAMESPACE"),
 			ReadyTimeout: r.duration("ASYA_RUNTIME_READY_TIMEOUT", 5*time.Minute),
-			Retry:        r.retry(),
+			Line:         r.str(lineVar, "0.5"),
 		},
+	}
+	switch cfg.Current.Line {
+	case "0.5":
+		cfg.Current.Retry = r.retry()
+	case "1.x":
+		cfg.Current.Policies = r.policies()
+	default:
+		r.bad(lineVar, cfg.Current.Line, "0.5 or 1.x")
 	}
 	// main.go at a7cec2a: no visibility timeout is twice the actor
 	// timeout; NewSQSTransport: no wait time is 20 s.
@@ -215,6 +199,70 @@ func (r *envReader) retry() *retryPolicy {
 		if e = strings.TrimSpace(e); e != "" {
 			p.NonRetryable = append(p.NonRetryable, e)
 		}
+	}
+	return p
+}
+
+// policies reads the 1.x line's JSON, or nil when neither variable is
+// set. Like the real sidecar it stops at JSON it cannot decode and at a
+// duration it cannot parse; departure: it refuses a backoff other than
+// constant, linear and exponential too, which the real router would
+// take for exponential.
+func (r *envReader) policies() *policySet {
+	rawPolicies, rawRules := r.getenv("ASYA_RESILIENCY_POLICIES"), r.getenv("ASYA_RESILIENCY_RULES")
+	if rawPolicies == "" && rawRules == "" {
+		return nil
+	}
+	set := &policySet{Policies: map[string]policy{}}
+	var policies map[string]policyJSON
+	if err := unmarshalIfSet(rawPolicies, &policies); err != nil {
+		r.errs = append(r.errs, fmt.Errorf("ASYA_RESILIENCY_POLICIES: %w", err))
+	}
+	for _, name := range slices.Sorted(maps.Keys(policies)) {
+		set.Policies[name] = r.policy("ASYA_RESILIENCY_POLICIES "+name, policies[name])
+	}
+	if err := unmarshalIfSet(rawRules, &set.Rules); err != nil {
+		r.errs = append(r.errs, fmt.Errorf("ASYA_RESILIENCY_RULES: %w", err))
+	}
+	return set
+}
+
+func unmarshalIfSet(raw string, v any) error {
+	if raw == "" {
+		return nil
+	}
+	return json.Unmarshal([]byte(raw), v)
+}
+
+// policyJSON is one policy as the variable writes it.
+type policyJSON struct {
+	MaxAttempts  int      `json:"maxAttempts"`
+	Backoff      string   `json:"backoff"`
+	InitialDelay string   `json:"initialDelay"`
+	MaxInterval  string   `json:"maxInterval"`
+	MaxDuration  string   `json:"maxDuration"`
+	Jitter       bool     `json:"jitter"`
+	OnExhausted  []string `json:"onExhausted"`
+}
+
+// policy reads one policy's durations, a missing one being none.
+func (r *envReader) policy(where string, in policyJSON) policy {
+	p := policy{MaxAttempts: in.MaxAttempts, Backoff: in.Backoff, Jitter: in.Jitter, OnExhausted: in.OnExhausted}
+	switch in.Backoff {
+	case "", "constant", "linear", "exponential":
+	default:
+		r.bad(where+" backoff", in.Backoff, "constant, linear or exponential")
+	}
+	for _, f := range []struct {
+		name string
+		v    string
+		into *time.Duration
+	}{{"initialDelay", in.InitialDelay, &p.InitialDelay}, {"maxInterval", in.MaxInterval, &p.MaxInterval}, {"maxDuration", in.MaxDuration, &p.MaxDuration}} {
+		d, err := time.ParseDuration(f.v)
+		if f.v != "" && err != nil {
+			r.bad(where+" "+f.name, f.v, "a duration such as 500ms")
+		}
+		*f.into = d
 	}
 	return p
 }

@@ -41,7 +41,7 @@ func TestLoadCurrentConfig(t *testing.T) {
 		RuntimeTimeout: 5 * time.Minute, SocketDir: "/var/run/asya", Transport: "rabbitmq",
 		Rabbit:  rabbitConfig{URL: "amqp://guest:guest@localhost:5672/", Exchange: "asya"},
 		SQS:     sqsConfig{Region: "us-east-1", VisibilityTimeout: 600, WaitTimeSeconds: 20},
-		Current: &currentConfig{Namespace: "ns", ReadyTimeout: 5 * time.Minute},
+		Current: &currentConfig{Namespace: "ns", ReadyTimeout: 5 * time.Minute, Line: "0.5"},
 	}
 	base := map[string]string{"ASYA_ACTOR_NAME": "a", "ASYA_NAMESPACE": "ns"}
 	tests := []struct {
@@ -89,7 +89,6 @@ func TestLoadCurrentConfig(t *testing.T) {
 			change: func(c *config) {},
 		},
 		{name: "no wait time is 20s", env: map[string]string{"ASYA_SQS_WAIT_TIME_SECONDS": "0"}},
-		{name: "the 1.x policies are not read at a7cec2a", env: map[string]string{"ASYA_RESILIENCY_POLICIES": "{nonsense"}},
 		{name: "no namespace", env: map[string]string{"ASYA_TEST_SIDECAR_GENERATION": "current", "ASYA_NAMESPACE": ""},
 			wantErr: "ASYA_NAMESPACE is required"},
 		{name: "no actor", env: map[string]string{"ASYA_ACTOR_NAME": ""}, wantErr: "ASYA_ACTOR_NAME is required"},
@@ -114,6 +113,43 @@ func TestLoadCurrentConfig(t *testing.T) {
 					MaxInterval: time.Minute, Coefficient: 1.5}
 			},
 		},
+		{name: "the 0.5 line is the default, and reads no 1.x variable", env: map[string]string{"ASYA_TEST_SIDECAR_LINE": "0.5",
+			"ASYA_RESILIENCY_RULES": "[nonsense"}},
+		{name: "the 1.x line reads no 0.5 variable", env: map[string]string{"ASYA_TEST_SIDECAR_LINE": "1.x",
+			"ASYA_RESILIENCY_RETRY_POLICY": "nonsense"}, change: func(c *config) { c.Current.Line = "1.x" }},
+		{
+			name: "1.x policies and rules",
+			env: map[string]string{
+				"ASYA_TEST_SIDECAR_LINE":   "1.x",
+				"ASYA_RESILIENCY_POLICIES": `{"default":{"maxAttempts":3,"backoff":"linear","initialDelay":"500ms","maxInterval":"5s","maxDuration":"1m","jitter":true,"onExhausted":["fix"],"later":1},"hard-fail":{"maxAttempts":1}}`,
+				"ASYA_RESILIENCY_RULES":    `[{"errors":["ValueError","mod.Bad"],"policy":"hard-fail"}]`,
+			},
+			change: func(c *config) {
+				c.Current.Line = "1.x"
+				c.Current.Policies = &policySet{
+					Policies: map[string]policy{
+						"default": {MaxAttempts: 3, Backoff: "linear", InitialDelay: 500 * time.Millisecond, MaxInterval: 5 * time.Second,
+							MaxDuration: time.Minute, Jitter: true, OnExhausted: []string{"fix"}},
+						"hard-fail": {MaxAttempts: 1},
+					},
+					Rules: []policyRule{{Errors: []string{"ValueError", "mod.Bad"}, Policy: "hard-fail"}},
+				}
+			},
+		},
+		{name: "1.x rules alone", env: map[string]string{"ASYA_TEST_SIDECAR_LINE": "1.x", "ASYA_RESILIENCY_RULES": `[{"errors":["E"],"policy":"p"}]`},
+			change: func(c *config) {
+				c.Current.Line = "1.x"
+				c.Current.Policies = &policySet{Policies: map[string]policy{}, Rules: []policyRule{{Errors: []string{"E"}, Policy: "p"}}}
+			}},
+		{name: "1.x policies that are not JSON", env: map[string]string{"ASYA_TEST_SIDECAR_LINE": "1.x", "ASYA_RESILIENCY_POLICIES": "{nonsense"},
+			wantErr: "ASYA_RESILIENCY_POLICIES"},
+		{name: "1.x rules that are not JSON", env: map[string]string{"ASYA_TEST_SIDECAR_LINE": "1.x", "ASYA_RESILIENCY_RULES": `{"errors":[]}`},
+			wantErr: "ASYA_RESILIENCY_RULES"},
+		{name: "1.x duration", env: map[string]string{"ASYA_TEST_SIDECAR_LINE": "1.x", "ASYA_RESILIENCY_POLICIES": `{"default":{"initialDelay":"soon"}}`},
+			wantErr: "default initialDelay"},
+		{name: "1.x backoff", env: map[string]string{"ASYA_TEST_SIDECAR_LINE": "1.x", "ASYA_RESILIENCY_POLICIES": `{"default":{"backoff":"fibonacci"}}`},
+			wantErr: "default backoff"},
+		{name: "no such line", env: map[string]string{"ASYA_TEST_SIDECAR_LINE": "2"}, wantErr: "ASYA_TEST_SIDECAR_LINE"},
 		{name: "bad retry policy", env: map[string]string{"ASYA_RESILIENCY_RETRY_POLICY": "linear"}, wantErr: "constant or exponential"},
 		{name: "bad coefficient", env: map[string]string{"ASYA_RESILIENCY_RETRY_BACKOFF_COEFFICIENT": "0.5"}, wantErr: "at least 1.0"},
 		{name: "bad attempts", env: map[string]string{"ASYA_RESILIENCY_RETRY_MAX_ATTEMPTS": "-1"}, wantErr: "ASYA_RESILIENCY_RETRY_MAX_ATTEMPTS"},

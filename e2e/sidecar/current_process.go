@@ -228,11 +228,24 @@ func plainCancel(ctx context.Context) (context.Context, context.CancelFunc) {
 }
 
 // markProcessing is the real router's ensureAndUpdateStatus, before the
-// call: the runtime sees status.phase processing and this actor.
+// call: the runtime sees status.phase processing and this actor. The 0.5
+// line says the attempts it allows; the 1.x one says 0 (it knows them
+// once an error picks a policy) and stamps x-asya-first-attempt, which a
+// policy's maxDuration counts from, on the first attempt of all.
 func (c *currentRouter) markProcessing(env *currentEnvelope) {
 	now := c.stamp()
+	most := c.maxAttempts()
+	if c.cfg.Current.Line == "1.x" {
+		most = 0
+		if _, ok := env.Headers[firstAttemptHeader]; !ok {
+			if env.Headers == nil {
+				env.Headers = map[string]any{}
+			}
+			env.Headers[firstAttemptHeader] = now
+		}
+	}
 	if env.Status == nil {
-		env.Status = &envStatus{Phase: phaseProcessing, Actor: c.cfg.Actor, Attempt: 1, MaxAttempts: c.maxAttempts(),
+		env.Status = &envStatus{Phase: phaseProcessing, Actor: c.cfg.Actor, Attempt: 1, MaxAttempts: most,
 			CreatedAt: now, UpdatedAt: now}
 		return
 	}
@@ -240,10 +253,13 @@ func (c *currentRouter) markProcessing(env *currentEnvelope) {
 		env.Status.Attempt = 1
 	}
 	env.Status.Phase, env.Status.Reason, env.Status.Actor = phaseProcessing, "", c.cfg.Actor
-	env.Status.MaxAttempts, env.Status.UpdatedAt, env.Status.Error = c.maxAttempts(), now, nil
+	env.Status.MaxAttempts, env.Status.UpdatedAt, env.Status.Error = most, now, nil
 }
 
-// maxAttempts is the retry policy's, or 1 without one.
+// firstAttemptHeader is the 1.x sidecar's HeaderFirstAttempt.
+const firstAttemptHeader = "x-asya-first-attempt"
+
+// maxAttempts is the 0.5 retry policy's, or 1 without one.
 func (c *currentRouter) maxAttempts() int {
 	if p := c.cfg.Current.Retry; p != nil {
 		return p.MaxAttempts
@@ -308,32 +324,62 @@ func (c *currentRouter) toSink(ctx context.Context, o *outcome, env currentEnvel
 	return c.send(ctx, o, c.cfg.HappyEnd, env)
 }
 
-// handlerError is handleErrorResponse: without a retry policy (or with
-// at most one attempt) the error goes to the sump at once. With one, an
-// error whose type or mro is listed non-retryable, or one on the last
-// attempt, goes to the sump; any other sends the envelope back to this
-// actor's own queue, delayed, with the next attempt's number. RabbitMQ
-// cannot delay a message, so there (as in the real sidecar) the retry
-// fails and the error goes to the sump after all.
+// handlerError is handleErrorResponse: the line's verdict
+// (current_retry.go) retries the error, sends it to a 1.x policy's
+// onExhausted, or ends it (failed). A retry goes back to this actor's own
+// queue, delayed, with the next attempt's number; RabbitMQ cannot delay a
+// message, so there (as in both real sidecars) the retry fails and the
+// error ends after all, as a RuntimeError.
 func (c *currentRouter) handlerError(ctx context.Context, o *outcome, env *currentEnvelope, f frame) error {
-	p := c.cfg.Current.Retry
+	v := c.decide(env, f.Details)
+	env.Status.MaxAttempts = v.maxAttempts
 	switch {
-	case p == nil || p.MaxAttempts <= 1:
-		return c.failed(ctx, o, env, f, "RuntimeError")
-	case p.nonRetryable(f.Details.Type, f.Details.MRO):
-		return c.failed(ctx, o, env, f, "NonRetryableFailure")
-	case env.Status.Attempt >= p.MaxAttempts:
-		return c.failed(ctx, o, env, f, "MaxRetriesExhausted")
+	case len(v.onExhausted) > 0:
+		return c.onExhausted(ctx, o, env, f, v.onExhausted)
+	case !v.retry:
+		return c.failed(ctx, o, env, f, v.reason)
 	}
-	delay := p.delay(env.Status.Attempt, rand.Float64)
-	err := c.retry(ctx, env, f, delay)
-	if err != nil {
-		c.log.Warn("retry not sent; to the sump", "id", env.ID, "error", err)
+	if err := c.retry(ctx, env, f, v.delay); err != nil {
+		c.log.Warn("retry not sent; the error ends", "id", env.ID, "error", err)
 		return c.failed(ctx, o, env, f, "RuntimeError")
 	}
-	o.what, o.note = "retried", fmt.Sprintf("%s: %s; attempt %d in %s", f.Error, f.Details.Message, env.Status.Attempt, delay)
+	o.what, o.note = "retried", fmt.Sprintf("%s: %s; attempt %d in %s", f.Error, f.Details.Message, env.Status.Attempt, v.delay)
 	o.to = append(o.to, c.cfg.queue(c.cfg.Actor))
 	return nil
+}
+
+// decide is the verdict of the sidecar's line on the error.
+func (c *currentRouter) decide(env *currentEnvelope, d errorDetails) verdict {
+	if c.cfg.Current.Line != "1.x" {
+		return decide05(c.cfg.Current.Retry, env.Status.Attempt, d, rand.Float64)
+	}
+	var first time.Time
+	if s, ok := env.Headers[firstAttemptHeader].(string); ok {
+		first, _ = time.Parse(time.RFC3339, s)
+	}
+	return decide1x(c.cfg.Current.Policies, env.Status.Attempt, first, c.now(), d, rand.Float64)
+}
+
+// failedEnd is where an error that is not retried ends: the sump on the
+// 0.5 line, the sink (phase failed) on the 1.x line, whose sink hands it
+// to the sump.
+func (c *currentRouter) failedEnd() string {
+	if c.cfg.Current.Line == "1.x" {
+		return c.cfg.HappyEnd
+	}
+	return c.cfg.ErrorEnd
+}
+
+// onExhausted is the 1.x router's routeOnExhausted: the envelope itself,
+// its status failed (PolicyRouted) with the error and route.next the
+// policy's actors, to the first of them. route.curr stays this actor, as
+// in the real router.
+func (c *currentRouter) onExhausted(ctx context.Context, o *outcome, env *currentEnvelope, f frame, to []string) error {
+	o.what, o.note = "exhausted", fmt.Sprintf("%s: %s", f.Error, f.Details.Message)
+	env.Route.Next = to
+	env.Status.Phase, env.Status.Reason, env.Status.UpdatedAt = phaseFailed, "PolicyRouted", c.stamp()
+	env.Status.Error = &statusError{Message: f.Details.Message, Type: f.Details.Type, MRO: f.Details.MRO, Traceback: f.Details.Traceback}
+	return c.send(ctx, o, to[0], env)
 }
 
 // retry is retryMessage: the envelope, its status retrying with the
@@ -351,10 +397,11 @@ func (c *currentRouter) retry(ctx context.Context, env *currentEnvelope, f frame
 	return c.q.sendDelayed(ctx, c.cfg.Actor, body, delay)
 }
 
-// failed sends a handler's error to the sump (sendRetryFailure): the
-// envelope's id, parent_id and route as it came, the payload {error,
-// details, original_payload}, the status failed with the reason and the
-// error's message, type, mro and traceback. No headers.
+// failed ends a handler's error (sendRetryFailure) in the line's
+// failedEnd: the envelope's id, parent_id and route as it came, the
+// payload {error, details, original_payload}, the status failed with the
+// reason, the attempts and the error's message, type, mro and traceback.
+// No headers.
 func (c *currentRouter) failed(ctx context.Context, o *outcome, env *currentEnvelope, f frame, reason string) error {
 	o.what, o.note = "error", fmt.Sprintf("%s: %s", f.Error, f.Details.Message)
 	payload := map[string]any{"error": f.Error}
@@ -372,12 +419,12 @@ func (c *currentRouter) failed(ctx context.Context, o *outcome, env *currentEnve
 		return err
 	}
 	now := c.stamp()
-	created, attempt := now, 1
+	created, attempt, most := now, 1, 0
 	if env.Status != nil {
-		created, attempt = env.Status.CreatedAt, env.Status.Attempt
+		created, attempt, most = env.Status.CreatedAt, env.Status.Attempt, env.Status.MaxAttempts
 	}
-	return c.send(ctx, o, c.cfg.ErrorEnd, currentEnvelope{ID: env.ID, ParentID: env.ParentID, Route: env.Route, Payload: p,
-		Status: &envStatus{Phase: phaseFailed, Reason: reason, Actor: c.cfg.Actor, Attempt: attempt, MaxAttempts: c.maxAttempts(),
+	return c.send(ctx, o, c.failedEnd(), currentEnvelope{ID: env.ID, ParentID: env.ParentID, Route: env.Route, Payload: p,
+		Status: &envStatus{Phase: phaseFailed, Reason: reason, Actor: c.cfg.Actor, Attempt: attempt, MaxAttempts: most,
 			CreatedAt: created, UpdatedAt: now, Error: &statusError{Message: f.Details.Message, Type: f.Details.Type,
 				MRO: f.Details.MRO, Traceback: f.Details.Traceback}}})
 }

@@ -631,21 +631,84 @@ func TestCurrentRouterRetries(t *testing.T) {
 	}
 }
 
-func TestRetryDelay(t *testing.T) {
-	p := retryPolicy{Policy: "exponential", InitialInterval: time.Second, MaxInterval: 10 * time.Second, Coefficient: 3}
-	for failed, want := range map[int]time.Duration{1: time.Second, 2: 3 * time.Second, 3: 9 * time.Second, 4: 10 * time.Second} {
-		if got := p.delay(failed, nil); got != want {
-			t.Errorf("exponential, attempt %d: %v, want %v", failed, got, want)
-		}
+// TestCurrentRouterRetries1x: on the 1.x line a handler error goes back
+// to the actor's own queue, delayed, while its policy has attempts and
+// time left; otherwise it ends in the sink with phase failed, or goes to
+// the policy's onExhausted. Where the broker cannot delay (RabbitMQ) the
+// first retry ends in the sink at once.
+func TestCurrentRouterRetries1x(t *testing.T) {
+	set := &policySet{
+		Policies: map[string]policy{
+			"default":   {MaxAttempts: 3, Backoff: "linear", InitialDelay: 2 * time.Second, MaxDuration: time.Hour},
+			"hard-fail": {MaxAttempts: 1},
+			"rescue":    {MaxAttempts: 1, OnExhausted: []string{"fixer"}},
+		},
+		Rules: []policyRule{{Errors: []string{"KeyError"}, Policy: "hard-fail"}, {Errors: []string{"mod.Broken"}, Policy: "rescue"}},
 	}
-	p.Policy = "constant"
-	if got := p.delay(4, nil); got != time.Second {
-		t.Errorf("constant: %v, want 1s", got)
+	first := testNow.Add(-time.Minute).Format(time.RFC3339)
+	at := func(attempt int, headers string) string {
+		return fmt.Sprintf(`{"id":"m","route":{"prev":[],"curr":"a","next":["b"]},"headers":%s,"payload":1,"status":{"phase":"pending",`+
+			`"actor":"a","attempt":%d,"max_attempts":1,"created_at":"c","updated_at":"u"}}`, headers, attempt)
 	}
-	p.Jitter = true
-	for r, want := range map[float64]time.Duration{0: 500 * time.Millisecond, 0.5: time.Second, 0.99: 1490 * time.Millisecond} {
-		if got := p.delay(1, func() float64 { return r }); got != want {
-			t.Errorf("jitter %v: %v, want %v", r, got, want)
-		}
+	answer := func(typ string) string {
+		return `{"error":"processing_error","details":{"message":"no","type":"` + typ + `","mro":["Exception"],"traceback":"tb"}}`
+	}
+	tests := []struct {
+		name, in, answer string
+		set              *policySet
+		noDelay          bool
+		retried          int    // the attempt the retry carries, or 0
+		to, reason       string // where it ended, and why
+		attempt, most    float64
+	}{
+		{name: "no policies: to the sink", in: at(1, `{}`), answer: answer("ValueError"), to: "x-sink", reason: "RuntimeError", attempt: 1},
+		{name: "default, first attempt", in: at(1, `{}`), answer: answer("ValueError"), set: set, retried: 2},
+		{name: "default, second attempt", in: at(2, `{"x-asya-first-attempt":"`+first+`"}`), answer: answer("ValueError"), set: set, retried: 3},
+		{name: "default, last attempt", in: at(3, `{}`), answer: answer("ValueError"), set: set, to: "x-sink", reason: "PolicyExhausted",
+			attempt: 3, most: 3},
+		{name: "default, out of time", in: at(2, `{"x-asya-first-attempt":"2026-01-01T00:00:00Z"}`), answer: answer("ValueError"), set: set,
+			to: "x-sink", reason: "PolicyExhausted", attempt: 2, most: 3},
+		{name: "a rule to one attempt", in: at(1, `{}`), answer: answer("KeyError"), set: set, to: "x-sink", reason: "PolicyExhausted",
+			attempt: 1, most: 1},
+		{name: "onExhausted", in: at(1, `{}`), answer: answer("mod.Broken"), set: set, to: "fixer", reason: "PolicyRouted", attempt: 1, most: 1},
+		{name: "no delay on the broker", in: at(1, `{}`), answer: answer("ValueError"), set: set, noDelay: true, to: "x-sink",
+			reason: "RuntimeError", attempt: 2, most: 3},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			r, q := currentTestRouter(t, jsonAnswer(500, tc.answer))
+			r.cfg.Current.Line, r.cfg.Current.Policies, q.noDelay = "1.x", tc.set, tc.noDelay
+			if err := r.handle(context.Background(), &message{Body: []byte(tc.in)}); err != nil || q.acks != 1 {
+				t.Fatalf("handle: %v, %d acks; want it acknowledged", err, q.acks)
+			}
+			if tc.retried > 0 {
+				delay := time.Duration(tc.retried-1) * 2 * time.Second // linear: the failed attempt times 2s
+				if len(q.delayed) != 1 || len(q.sends) != 0 || q.delayed[0].actor != "a" || q.delays[0] != delay {
+					t.Fatalf("delayed %+v by %v, sent %+v; want one retry to a in %v", q.delayed, q.delays, q.sends, delay)
+				}
+				env := q.delayed[0].env
+				st := env["status"].(map[string]any)
+				if st["phase"] != "retrying" || st["attempt"] != float64(tc.retried) || st["max_attempts"] != 3.0 || field(st, "error", "type") != "ValueError" {
+					t.Errorf("retry status %v", st)
+				}
+				if want := first; tc.retried == 2 && field(env, "headers", firstAttemptHeader) != testNow.Format(time.RFC3339) ||
+					tc.retried == 3 && field(env, "headers", firstAttemptHeader) != want {
+					t.Errorf("retry headers %v: the first attempt's time, stamped once", env["headers"])
+				}
+				return
+			}
+			if len(q.sends) != 1 || q.sends[0].actor != tc.to || len(q.delayed) != 0 {
+				t.Fatalf("sent %+v, delayed %+v; want %s alone", q.sends, q.delayed, tc.to)
+			}
+			env := q.sends[0].env
+			st := env["status"].(map[string]any)
+			if st["phase"] != "failed" || st["reason"] != tc.reason || st["attempt"] != tc.attempt || st["max_attempts"] != tc.most ||
+				field(st, "error", "traceback") != "tb" {
+				t.Errorf("%s got status %v, want failed, %s at attempt %v of %v", tc.to, st, tc.reason, tc.attempt, tc.most)
+			}
+			if tc.to == "fixer" && (field(env, "route", "curr") != "a" || fmt.Sprint(field(env, "route", "next")) != "[fixer]" || env["payload"] != 1.0) {
+				t.Errorf("onExhausted got %v, want the envelope itself with route.next [fixer]", env)
+			}
+		})
 	}
 }

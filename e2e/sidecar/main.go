@@ -12,9 +12,11 @@
 // socket protocol, route {actors, current}, queues asya-{actor}) or the
 // current one (HTTP on the socket, route {prev, curr, next}, queues
 // asya-{namespace}-{actor}, the sink and the sump), chosen at start by
-// generationOf (current_config.go). The transports and the main loop are
-// shared; the queue names, the runtime's protocol and what becomes of a
-// message are the generation's.
+// generationOf (current_config.go); the current one is either line, 0.5
+// or 1.x, of what becomes of a handler's error (lineVar,
+// current_retry.go). The transports and the main loop are shared; the
+// queue names, the runtime's protocol and what becomes of a message are
+// the generation's.
 package main
 
 import (
