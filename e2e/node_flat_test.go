@@ -4,6 +4,7 @@ package e2e
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"strings"
 	"testing"
@@ -209,4 +210,123 @@ func TestNodeFlatRestricted(t *testing.T) {
 	m := flatMessage(obj{"n": 1}, "hardened")
 	sendFlat(t, ctx, b, ns, "hardened", m)
 	sink.await(t, ctx, 30*time.Second, m["id"].(string))
+}
+
+// TestNodeFlatRetries: a handler that fails twice, then answers, run by
+// the test sidecar as either line (ASYA_TEST_SIDECAR_LINE in the actor's
+// sidecar.env) with either form of spec.resiliency: asya-sync gives every
+// sidecar both forms, the one written and the other translated, so each
+// line retries by either. On SQS the retries wait 1 s, then 2 s, and the
+// third call's result reaches the sink. RabbitMQ cannot delay a message,
+// so there the first error ends at once, in the sump (0.5) or the sink
+// with phase failed (1.x). An error the spec names not to retry ends at
+// the first call on both brokers.
+func TestNodeFlatRetries(t *testing.T) {
+	d := nodeDriver(t)
+	forms := []struct {
+		name       string
+		resiliency obj
+	}{
+		{"retry", obj{"actorTimeout": "30s", "nonRetryableErrors": []any{"KeyError"}, "retry": obj{"policy": "exponential",
+			"maxAttempts": 3, "initialInterval": "1s", "maxInterval": "10s", "backoffCoefficient": 2, "jitter": false}}},
+		{"policies", obj{"actorTimeout": "30s",
+			"policies": obj{"default": obj{"maxAttempts": 3, "backoff": "exponential", "initialDelay": "1s", "maxInterval": "10s"},
+				"hard-fail": obj{"maxAttempts": 1}},
+			"rules": []any{obj{"errors": []any{"KeyError"}, "policy": "hard-fail"}}}},
+	}
+	lines := []struct{ prefix, line, failedEnd, notRetried string }{
+		{"r05", "0.5", "x-sump", "NonRetryableFailure"},
+		{"r1x", "1.x", "x-sink", "PolicyExhausted"},
+	}
+	for _, b := range nodeBrokers {
+		t.Run(b.transport, func(t *testing.T) {
+			ctx := context.Background()
+			ns := nodeNamespace(t, ctx, b.name("node-e2e-flat-retries-"+b.transport), nil)
+			ends := map[string]*collector{"x-sink": flatEnd(t, ctx, b, ns, "x-sink"), "x-sump": flatEnd(t, ctx, b, ns, "x-sump")}
+			transport := ""
+			if b.transport != "rabbitmq" {
+				transport = b.transport
+			}
+			var names []string
+			for _, l := range lines {
+				for _, f := range forms {
+					a := flatActor(ns, l.prefix+"-"+f.name, transport, "handlers.flaky")
+					spec := mapAt(a, "spec")
+					spec["resiliency"] = f.resiliency
+					spec["sidecar"] = obj{"env": []any{obj{"name": "ASYA_TEST_SIDECAR_LINE", "value": l.line}}}
+					runActor(t, ctx, d, a)
+					names = append(names, l.prefix+"-"+f.name)
+				}
+			}
+			for _, name := range names {
+				if _, err := waitPodsReady(ctx, ns, "asya.sh/asya="+name, 1, 2*time.Minute); err != nil {
+					t.Fatal(err)
+				}
+			}
+			var ids []string
+			for _, l := range lines {
+				for _, f := range forms {
+					name := l.prefix + "-" + f.name
+					t.Run(name, func(t *testing.T) {
+						ok := flatMessage(obj{"key": testenv.UniqueName("ok"), "failures": 2}, name)
+						start := time.Now()
+						sendFlat(t, ctx, b, ns, name, ok)
+						id := ok["id"].(string)
+						ids = append(ids, id)
+						if b.transport == "sqs" {
+							got := flatStatus(t, ends["x-sink"].await(t, ctx, time.Minute, id)[id][0])
+							took := time.Since(start)
+							env.timed(fmt.Sprintf("node: flat %s retried twice → sink", name), start)
+							if got.Status.Phase != "succeeded" || got.Payload.Calls != 3 || took < 3*time.Second {
+								t.Errorf("sink got %s after %v; want it succeeded at the third call, after the retries' 1 s and 2 s", got.raw, took)
+							}
+						} else {
+							got := flatStatus(t, ends[l.failedEnd].await(t, ctx, 30*time.Second, id)[id][0])
+							if got.Status.Phase != "failed" || got.Status.Reason != "RuntimeError" || got.Status.Attempt != 2 {
+								t.Errorf("%s got %s; want it failed at once (RuntimeError), the retry not delayable", l.failedEnd, got.raw)
+							}
+						}
+						hard := flatMessage(obj{"key": testenv.UniqueName("hard"), "failures": 5, "error": "KeyError"}, name)
+						sendFlat(t, ctx, b, ns, name, hard)
+						id = hard["id"].(string)
+						ids = append(ids, id)
+						got := flatStatus(t, ends[l.failedEnd].await(t, ctx, 30*time.Second, id)[id][0])
+						if got.Status.Phase != "failed" || got.Status.Reason != l.notRetried || got.Status.Attempt != 1 {
+							t.Errorf("%s got %s; want KeyError failed at the first call (%s)", l.failedEnd, got.raw, l.notRetried)
+						}
+					})
+				}
+			}
+			time.Sleep(2 * time.Second) // a second copy anywhere would have arrived by now
+			for _, c := range ends {
+				c.await(t, ctx, 0)
+			}
+			for _, id := range ids {
+				if n := len(ends["x-sink"].got[id]) + len(ends["x-sump"].got[id]); n != 1 {
+					t.Errorf("%s reached the sink and the sump %d times, want once", id, n)
+				}
+			}
+		})
+	}
+}
+
+// flatEnded is what the tests read of an envelope that reached the sink
+// or the sump.
+type flatEnded struct {
+	Status struct {
+		Phase, Reason string
+		Attempt       int
+	}
+	Payload struct{ Calls int }
+	raw     string
+}
+
+func flatStatus(t *testing.T, e envelope) flatEnded {
+	t.Helper()
+	var got flatEnded
+	if err := json.Unmarshal(e.Raw, &got); err != nil {
+		t.Fatalf("%s: %v", e.Raw, err)
+	}
+	got.raw = string(e.Raw)
+	return got
 }

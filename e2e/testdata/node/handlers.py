@@ -1,6 +1,7 @@
 """Handlers baked into the node tier's runtime image, as a user's image has
 its own module on the path. Named by ASYA_HANDLER=handlers.process."""
 
+import builtins
 import os
 import time
 
@@ -23,3 +24,20 @@ def fan(payload):
     streams a generator's results as they come)."""
     for i in range(int(payload.get("n", 3))):
         yield {"part": i, "of": payload}
+
+
+def flaky(payload):
+    """Raises payload["error"] (a builtin exception's name, ConnectionError
+    by default) for the first payload["failures"] calls with payload["key"],
+    then echoes with the number of calls. The calls are counted in a file
+    of the pod's /tmp, so that retries, which come back as new messages,
+    are seen."""
+    path = os.path.join("/tmp", "flaky-" + payload["key"])
+    with open(path, "a") as f:
+        f.write(".")
+    with open(path) as f:
+        calls = len(f.read())
+    if calls <= int(payload.get("failures", 0)):
+        error = getattr(builtins, payload.get("error", "ConnectionError"))
+        raise error("call %d of %s fails" % (calls, payload["key"]))
+    return {"echo": payload, "calls": calls}
