@@ -68,12 +68,29 @@ func TestNodeExamples(t *testing.T) {
 			// sent now is kept until KEDA starts a pod.
 			awaitActor(t, ctx, d, ns, name, 2*time.Minute, "Ready", conditionTrue("Ready"))
 			id := sendExample(t, ctx, b, ns, ex.actor, run.payload)
-			got := end.await(t, ctx, 3*time.Minute, id)[id][0]
+			got := awaitResult(t, ctx, end, id, ns, name)
 			if fmt.Sprint(got.Payload) != run.want {
 				t.Errorf("result %s, want payload %s", got.Raw, run.want)
 			}
 		})
 	}
+}
+
+// awaitResult waits for the message's result at the end of its route;
+// on timeout it shows the actor's pods and the end of their logs.
+func awaitResult(t *testing.T, ctx context.Context, end *collector, id, ns, name string) envelope {
+	t.Helper()
+	deadline := time.Now().Add(3 * time.Minute)
+	for time.Now().Before(deadline) {
+		for _, m := range end.b.take(t, ctx, end.actor) {
+			if m.ID == id {
+				return m
+			}
+		}
+		time.Sleep(500 * time.Millisecond)
+	}
+	t.Fatalf("no result of %s on asya-%s 3 min after it was sent\n%s", id, end.actor, podReport(ctx, ns, "asya.sh/asya="+name))
+	return envelope{}
 }
 
 // conditionTrue passes on a status whose condition of that type is True.
