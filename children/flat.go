@@ -1,7 +1,9 @@
 package children
 
 import (
+	"slices"
 	"strconv"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 )
@@ -12,6 +14,31 @@ import (
 type flat struct{}
 
 func (flat) isEndActor(in Input) bool { return in.Actor.Spec.CurrentSpec.IsEndActor() }
+
+// Prefixes of the actor's labels its children do not carry, as upstream's
+// compositions leave them out: Crossplane's bookkeeping, and the
+// app.kubernetes.io/ labels of whatever manages the actor itself (Argo
+// CD's app.kubernetes.io/instance on a child would make Argo CD prune it
+// as its own).
+var notCopiedPrefixes = []string{"crossplane.io/", "app.kubernetes.io/"}
+
+// actorLabels are the actor's labels its children and pods carry, as
+// upstream's compositions copy a claim's (team, cost-center, ...). A key
+// asya-sync sets on a child or a pod is not copied anywhere, so that no
+// child says other than its pods.
+func (flat) actorLabels(in Input) map[string]string {
+	var out map[string]string
+	for k, v := range in.Actor.Labels {
+		if slices.Contains(ownLabelKeys, k) || slices.ContainsFunc(notCopiedPrefixes, func(p string) bool { return strings.HasPrefix(k, p) }) {
+			continue
+		}
+		if out == nil {
+			out = map[string]string{}
+		}
+		out[k] = v
+	}
+	return out
+}
 
 // sidecarEnv is the environment the current sidecar reads, before the
 // user's, in the order upstream's compositions write it.

@@ -7,12 +7,14 @@ import (
 )
 
 // generation is what the children of one Asya generation have of their
-// own: the sidecar's environment and which actors end routes. Everything
-// else (the workload, its hardening, the runtime's wiring, KEDA) is built
-// alike for both, from the model a flat spec is written into.
+// own: the sidecar's environment, which actors end routes, and which of
+// the actor's labels its children carry. Everything else (the workload,
+// its hardening, the runtime's wiring, KEDA) is built alike for both, from
+// the model a flat spec is written into.
 type generation interface {
 	sidecarEnv(in Input) []corev1.EnvVar
 	isEndActor(in Input) bool
+	actorLabels(in Input) map[string]string
 }
 
 var generations = map[v1alpha1.Generation]generation{

@@ -72,14 +72,20 @@ const (
 	ManagedBy      = "asya-sync"
 )
 
+// ownLabelKeys are every label asya-sync sets on a child or a pod.
+var ownLabelKeys = []string{LabelName, LabelManagedBy, LabelActor, LabelApp, LabelWorkload, v1alpha1.LabelFlatActor}
+
 // Labels are the labels every child of the actor carries.
 func Labels(actor string) map[string]string {
 	return map[string]string{LabelName: actor, LabelManagedBy: ManagedBy, LabelActor: actor}
 }
 
-// objectMeta is the metadata of a child named name.
+// objectMeta is the metadata of a child named name: the labels of every
+// child over the actor's own that its generation copies, so that a user's
+// label never replaces one of asya-sync's.
 func (in Input) objectMeta(name string) metav1.ObjectMeta {
-	return metav1.ObjectMeta{Name: name, Namespace: in.Actor.Namespace, Labels: Labels(in.Actor.Name)}
+	return metav1.ObjectMeta{Name: name, Namespace: in.Actor.Namespace,
+		Labels: merged(in.generation().actorLabels(in), Labels(in.Actor.Name))}
 }
 
 // Child names, derived from the actor's name.

@@ -20,6 +20,11 @@ func (nested) isEndActor(in Input) bool {
 	return in.Actor.Name == HappyEnd || in.Actor.Name == ErrorEnd
 }
 
+// actorLabels: none. The Asya operator gave a 0.3 actor's children only
+// its own labels; pod labels are the template's
+// (spec.workload.template.metadata.labels).
+func (nested) actorLabels(Input) map[string]string { return nil }
+
 // sidecarEnv is the environment the Asya sidecar 0.3 reads, before the
 // user's.
 func (nested) sidecarEnv(in Input) []corev1.EnvVar {

@@ -1,6 +1,7 @@
 package children
 
 import (
+	"maps"
 	"strings"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -81,7 +82,9 @@ func (in Input) selectorLabels() map[string]string {
 }
 
 // PodTemplate is the user's template with the sidecar, the runtime wiring
-// and our labels and annotation added.
+// and our labels and annotation added. Its labels are, each over the one
+// before, the actor's that its generation copies, the template's, and the
+// selector's: no other label can change which pods the workload selects.
 func PodTemplate(in Input) corev1.PodTemplateSpec {
 	user := in.Actor.Spec.Workload.Template
 	spec := *user.Spec.DeepCopy()
@@ -102,7 +105,7 @@ func PodTemplate(in Input) corev1.PodTemplateSpec {
 	}
 	return corev1.PodTemplateSpec{
 		ObjectMeta: metav1.ObjectMeta{
-			Labels:      merged(user.Metadata.Labels, in.selectorLabels()),
+			Labels:      merged(in.generation().actorLabels(in), user.Metadata.Labels, in.selectorLabels()),
 			Annotations: merged(user.Metadata.Annotations, in.templateAnnotations()),
 		},
 		Spec: spec,
@@ -134,14 +137,12 @@ func withDefaultSeccomp(sc *corev1.PodSecurityContext, os *corev1.PodOS) *corev1
 	return sc
 }
 
-// merged returns base with extra laid over it, as a new map.
-func merged(base, extra map[string]string) map[string]string {
-	out := make(map[string]string, len(base)+len(extra))
-	for k, v := range base {
-		out[k] = v
-	}
-	for k, v := range extra {
-		out[k] = v
+// merged returns the maps laid over each other in order, the last on
+// top, as a new map.
+func merged(layers ...map[string]string) map[string]string {
+	out := map[string]string{}
+	for _, m := range layers {
+		maps.Copy(out, m)
 	}
 	return out
 }
