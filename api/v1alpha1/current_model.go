@@ -29,9 +29,10 @@ var FlatEndActors = []string{"x-sink", "x-sump", "happy-end", "error-end"}
 // flatModel writes a flat spec into the model every builder reads: the pod
 // template from image, handler, env and the rest, scaling with upstream's
 // flat defaults, and the per-message timeout from resiliency.actorTimeout.
-// The flat fields stay as they are, for what only the flat generation
-// renders (the sidecar's environment).
+// The flat fields stay, with the defaults of upstream's XRD, for what only
+// the flat generation renders (the sidecar's environment).
 func (spec AsyncActorSpec) flatModel() AsyncActorSpec {
+	spec.CurrentSpec = spec.CurrentSpec.withDefaults()
 	c := spec.CurrentSpec
 	lists, _ := c.Decoded() // a list that does not decode is a problem validation reports
 	runtime := corev1.Container{
@@ -68,6 +69,18 @@ func (spec AsyncActorSpec) flatModel() AsyncActorSpec {
 		spec.Sidecar.ImagePullPolicy = spec.Sidecar.Image.PullPolicy
 	}
 	return spec
+}
+
+// withDefaults gives the flat fields the defaults upstream's XRD gives
+// them at admission, for the actors that reach the hook without them:
+// admitted by a CRD from before these defaults, or rendered from a file.
+// The CRD cannot default imagePullPolicy itself: a spec field it defaults
+// is in every object, and would make a 0.3 actor a mix of both shapes.
+func (c CurrentSpec) withDefaults() CurrentSpec {
+	if c.ImagePullPolicy == "" {
+		c.ImagePullPolicy = corev1.PullIfNotPresent
+	}
+	return c
 }
 
 // IsEndActor reports whether the flat actor is a system actor.
