@@ -120,22 +120,40 @@ type Resiliency struct {
 	Rules []ResiliencyRule `json:"rules,omitempty"`
 }
 
-// Retry is upstream 0.5's retry policy.
+// Retry is upstream 0.5's retry policy. Each field unset in a retry that
+// is written defaults as upstream's XRD defaults it, at admission (the
+// markers) and again in the hook (Retry.withDefaults); no retry written
+// means no retries.
 type Retry struct {
+	// Policy is constant or exponential backoff. Default exponential.
 	// +kubebuilder:validation:Enum=constant;exponential
+	// +kubebuilder:default=exponential
 	// +optional
 	Policy string `json:"policy,omitempty"`
+	// MaxAttempts bounds the attempts at a message (0 disables retries).
+	// Default 3.
 	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:default=3
 	// +optional
 	MaxAttempts *int32 `json:"maxAttempts,omitempty"`
+	// InitialInterval is the first retry's delay (a Go duration). Default
+	// 1s.
+	// +kubebuilder:default="1s"
 	// +optional
 	InitialInterval string `json:"initialInterval,omitempty"`
+	// MaxInterval caps the delay (a Go duration). Default 300s.
+	// +kubebuilder:default="300s"
 	// +optional
 	MaxInterval string `json:"maxInterval,omitempty"`
+	// BackoffCoefficient multiplies the delay after each attempt of an
+	// exponential policy. Default 2.0.
 	// +kubebuilder:validation:Schemaless
 	// +kubebuilder:validation:Type=number
+	// +kubebuilder:default=2.0
 	// +optional
 	BackoffCoefficient json.Number `json:"backoffCoefficient,omitempty"`
+	// Jitter randomizes the delays. Default true.
+	// +kubebuilder:default=true
 	// +optional
 	Jitter *bool `json:"jitter,omitempty"`
 }

@@ -17,6 +17,20 @@ const (
 	FlatDefaultActorTimeout = 5 * time.Minute
 )
 
+// The defaults of resiliency.retry's fields, upstream's XRD's, which the
+// CRD's markers on Retry give at admission too.
+const (
+	DefaultRetryPolicy          = "exponential"
+	DefaultRetryMaxAttempts     = 3
+	DefaultRetryInitialInterval = "1s"
+	DefaultRetryMaxInterval     = "300s"
+	// DefaultRetryBackoffCoefficient is 2.0 as the API server writes the
+	// CRD's default, so that an actor the hook defaults renders as one
+	// defaulted at admission, and nothing rolls when the CRD is upgraded.
+	DefaultRetryBackoffCoefficient = "2"
+	DefaultRetryJitter             = true
+)
+
 // LabelFlatActor carries a flat actor's spec.actor on its pods, as
 // upstream's compositions label them.
 const LabelFlatActor = "asya.sh/actor"
@@ -80,7 +94,34 @@ func (c CurrentSpec) withDefaults() CurrentSpec {
 	if c.ImagePullPolicy == "" {
 		c.ImagePullPolicy = corev1.PullIfNotPresent
 	}
+	if r := c.Resiliency; r != nil && r.Retry != nil {
+		copied := *r // the spec's pointers are shared with the caller's actor
+		copied.Retry = r.Retry.withDefaults()
+		c.Resiliency = &copied
+	}
 	return c
+}
+
+// withDefaults is a copy of the retry policy with each unset field
+// defaulted, as OpenAPI defaults apply: field by field, once the retry is
+// written at all.
+func (r *Retry) withDefaults() *Retry {
+	d := *r
+	if d.Policy == "" {
+		d.Policy = DefaultRetryPolicy
+	}
+	d.MaxAttempts = orDefault(d.MaxAttempts, DefaultRetryMaxAttempts)
+	if d.InitialInterval == "" {
+		d.InitialInterval = DefaultRetryInitialInterval
+	}
+	if d.MaxInterval == "" {
+		d.MaxInterval = DefaultRetryMaxInterval
+	}
+	if d.BackoffCoefficient == "" {
+		d.BackoffCoefficient = DefaultRetryBackoffCoefficient
+	}
+	d.Jitter = orDefault(d.Jitter, DefaultRetryJitter)
+	return &d
 }
 
 // IsEndActor reports whether the flat actor is a system actor.

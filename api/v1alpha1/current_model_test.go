@@ -1,10 +1,12 @@
 package v1alpha1
 
 import (
+	"encoding/json"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/utils/ptr"
 )
 
 // TestFlatDefaults: a flat spec gets the defaults of upstream's XRD, as the
@@ -37,4 +39,58 @@ func TestFlatDefaults(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestRetryDefaults: resiliency.retry's fields default one by one once a
+// retry is written, as the XRD's OpenAPI defaults apply, and the caller's
+// actor is left as it was.
+func TestRetryDefaults(t *testing.T) {
+	defaults := &Retry{Policy: "exponential", MaxAttempts: ptr.To[int32](3), InitialInterval: "1s", MaxInterval: "300s",
+		BackoffCoefficient: "2", Jitter: ptr.To(true)}
+	tests := []struct {
+		name string
+		in   *Resiliency
+		want *Resiliency
+	}{
+		{"no resiliency", nil, nil},
+		{"no retry: none made up", &Resiliency{ActorTimeout: "30s"}, &Resiliency{ActorTimeout: "30s"}},
+		{"1.x policies: no retry made up", &Resiliency{Rules: []ResiliencyRule{{Errors: []string{"E"}, Policy: "p"}}},
+			&Resiliency{Rules: []ResiliencyRule{{Errors: []string{"E"}, Policy: "p"}}}},
+		{"retry {}: every default", &Resiliency{Retry: &Retry{}}, &Resiliency{Retry: defaults}},
+		{"the user's values kept, zero and false included",
+			&Resiliency{Retry: &Retry{Policy: "constant", MaxAttempts: ptr.To[int32](0), BackoffCoefficient: "1.5", Jitter: ptr.To(false)},
+				NonRetryableErrors: []string{"ValueError"}},
+			&Resiliency{Retry: &Retry{Policy: "constant", MaxAttempts: ptr.To[int32](0), InitialInterval: "1s", MaxInterval: "300s",
+				BackoffCoefficient: "1.5", Jitter: ptr.To(false)}, NonRetryableErrors: []string{"ValueError"}}},
+		{"intervals kept", &Resiliency{Retry: &Retry{InitialInterval: "500ms", MaxInterval: "5m"}},
+			&Resiliency{Retry: &Retry{Policy: "exponential", MaxAttempts: ptr.To[int32](3), InitialInterval: "500ms", MaxInterval: "5m",
+				BackoffCoefficient: "2", Jitter: ptr.To(true)}}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			spec := AsyncActorSpec{Generation: Flat, CurrentSpec: CurrentSpec{Actor: "echo", Image: "i", Handler: "m.f", Resiliency: tc.in}}
+			before := jsonCopy(t, spec.Resiliency)
+			got := spec.WithDefaults()
+			if diff := cmp.Diff(tc.want, got.Resiliency); diff != "" {
+				t.Errorf("resiliency (-want +got):\n%s", diff)
+			}
+			if diff := cmp.Diff(before, spec.Resiliency); diff != "" {
+				t.Errorf("the caller's resiliency changed (-before +after):\n%s", diff)
+			}
+		})
+	}
+}
+
+// jsonCopy is a deep copy of r.
+func jsonCopy(t *testing.T, r *Resiliency) *Resiliency {
+	t.Helper()
+	b, err := json.Marshal(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out *Resiliency
+	if err := json.Unmarshal(b, &out); err != nil {
+		t.Fatal(err)
+	}
+	return out
 }
