@@ -89,9 +89,18 @@ spec: {actor: %[3]s, transport: sqs, image: python:3.12-slim, handler: summarize
 	}
 	wantMessages(t, rabbit, rabbitQueue, messages, "after re-applying the actor")
 	attrs, err := sqsClient().GetQueueAttributes(ctx, &sqs.GetQueueAttributesInput{QueueUrl: created.QueueUrl,
-		AttributeNames: []types.QueueAttributeName{types.QueueAttributeNameApproximateNumberOfMessages}})
+		AttributeNames: []types.QueueAttributeName{types.QueueAttributeNameApproximateNumberOfMessages, types.QueueAttributeNameQueueArn}})
 	if err != nil {
 		t.Fatal(err)
+	}
+	// As upstream's status: the SQS queue by its ARN, the one the emulator
+	// reports, and its URL.
+	st := getActor(t, ctx, ns, "summarize")["status"].(obj)
+	if got, want := str(st, "queueIdentifier"), attrs.Attributes[string(types.QueueAttributeNameQueueArn)]; got != want {
+		t.Errorf("status.queueIdentifier %q, want the queue's ARN %q", got, want)
+	}
+	if got := str(st, "queueUrl"); got != aws.ToString(created.QueueUrl) {
+		t.Errorf("status.queueUrl %q, want %q", got, aws.ToString(created.QueueUrl))
 	}
 	if n := attrs.Attributes[string(types.QueueAttributeNameApproximateNumberOfMessages)]; n != strconv.Itoa(messages) {
 		t.Errorf("%s holds %s messages after re-applying the actor, want %d", sqsQueue, n, messages)

@@ -73,8 +73,12 @@ func TestNodeFlatPipeline(t *testing.T) {
 			}
 			runReadyActor(t, ctx, d, flatActor(ns, "first", transport, "handlers.process"))
 			runReadyActor(t, ctx, d, flatActor(ns, "second", transport, "handlers.process"))
+			queueID := "asya-" + ns + "-first"
+			if b.transport == "sqs" {
+				queueID = "arn:aws:sqs:us-east-1:000000000000:" + queueID // the node service's region and account
+			}
 			awaitStatus(t, ctx, d, ns, "first", "Running", 30*time.Second, func(s obj) error {
-				if str(s, "phase") != "Ready" || str(s, "queueIdentifier") != "asya-"+ns+"-first" {
+				if str(s, "phase") != "Ready" || str(s, "queueIdentifier") != queueID {
 					return fmt.Errorf("phase %q, queueIdentifier %q", str(s, "phase"), str(s, "queueIdentifier"))
 				}
 				return nil

@@ -16,7 +16,7 @@ const (
 
 // flatStatus is what upstream's tools read of a flat actor, derived from
 // the status already computed, so both always agree.
-func flatStatus(st *v1alpha1.AsyncActorStatus, queueName, queueURL string) v1alpha1.FlatStatus {
+func flatStatus(st *v1alpha1.AsyncActorStatus, queueID, queueURL string) v1alpha1.FlatStatus {
 	phase := PhaseCreating
 	switch {
 	case st.Status == Napping:
@@ -31,7 +31,7 @@ func flatStatus(st *v1alpha1.AsyncActorStatus, queueName, queueURL string) v1alp
 	if meta.FindStatusCondition(st.Conditions, ConditionScalingReady) != nil {
 		infra.KEDA = readiness(st, ConditionScalingReady)
 	}
-	return v1alpha1.FlatStatus{Phase: phase, QueueIdentifier: queueName, QueueURL: queueURL, Infrastructure: infra}
+	return v1alpha1.FlatStatus{Phase: phase, QueueIdentifier: queueID, QueueURL: queueURL, Infrastructure: infra}
 }
 
 func readiness(st *v1alpha1.AsyncActorStatus, typ string) *v1alpha1.Readiness {

@@ -122,9 +122,10 @@ type Input struct {
 	SpecProblems []string
 	// Queue is the outcome of this hook call's queue operation.
 	Queue QueueState
-	// QueueName and QueueURL name the actor's queue (the URL where the
-	// transport has one), for the flat status.
-	QueueName, QueueURL string
+	// QueueIdentifier and QueueURL name the actor's queue for the flat
+	// status, as upstream's does: its ARN on SQS, else its name, and its
+	// URL where the transport has one.
+	QueueIdentifier, QueueURL string
 	// Unwatched is what Metacontroller was not asked to watch (the
 	// service's watch configuration): the conditions say so, so that a
 	// reader can tell "not told" from "fine".
@@ -193,7 +194,7 @@ func Compute(in Input) Result {
 	setOperatorSummaries(&st)
 	st.Status = o.statusValue()
 	if o.actor.Spec.Generation == v1alpha1.Flat {
-		st.FlatStatus = flatStatus(&st, in.QueueName, in.QueueURL)
+		st.FlatStatus = flatStatus(&st, in.QueueIdentifier, in.QueueURL)
 	}
 	return Result{Status: st, ResyncAfter: o.resyncAfter(&st)}
 }

@@ -22,21 +22,21 @@ import (
 // what Metacontroller observed.
 func (a *assessment) statusInput(now time.Time) status.Input {
 	return status.Input{
-		Actor:          a.actor,
-		Workload:       a.observedWorkload(),
-		KEDAMissing:    a.kedaMissing(),
-		Standby:        a.standby,
-		ScalingActive:  a.scalingActive,
-		ScaledObject:   a.scaledObject(),
-		Pods:           a.pods(),
-		MissingSecrets: a.missingSecrets(),
-		SecretProblems: a.secretProblems,
-		QueueName:      transport.QueueOf(a.actor).Name(),
-		QueueURL:       a.queueURL(),
-		SpecProblems:   a.problems,
-		Queue:          a.queue,
-		Unwatched:      a.unwatched,
-		Now:            now,
+		Actor:           a.actor,
+		Workload:        a.observedWorkload(),
+		KEDAMissing:     a.kedaMissing(),
+		Standby:         a.standby,
+		ScalingActive:   a.scalingActive,
+		ScaledObject:    a.scaledObject(),
+		Pods:            a.pods(),
+		MissingSecrets:  a.missingSecrets(),
+		SecretProblems:  a.secretProblems,
+		QueueIdentifier: a.queueIdentifier(),
+		QueueURL:        a.queueURL(),
+		SpecProblems:    a.problems,
+		Queue:           a.queue,
+		Unwatched:       a.unwatched,
+		Now:             now,
 	}
 }
 
@@ -127,6 +127,16 @@ func (a *assessment) queueURL() string {
 		return addr.QueueURL(transport.QueueOf(a.actor).Name())
 	}
 	return ""
+}
+
+// queueIdentifier is what identifies the queue on its transport (SQS: its
+// ARN), else its name.
+func (a *assessment) queueIdentifier() string {
+	name := transport.QueueOf(a.actor).Name()
+	if addr, ok := a.transport.Kind.(transport.Addresser); ok && a.found {
+		return addr.QueueIdentifier(name)
+	}
+	return name
 }
 
 // checkSecrets lists the referenced Secret keys Metacontroller sent whose

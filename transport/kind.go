@@ -52,10 +52,15 @@ type SecretChecker interface {
 	CheckSecret(ref SecretKeyRef, value []byte) error
 }
 
-// Addresser is implemented by the kinds whose queues have a URL (SQS), for
-// the status.
+// Addresser is implemented by the kinds whose queues have an address
+// beside their name (SQS), for the status of flat actors, which upstream
+// gives both.
 type Addresser interface {
+	// QueueURL is the queue's URL.
 	QueueURL(queue string) string
+	// QueueIdentifier is what identifies the queue on its service (SQS:
+	// its ARN).
+	QueueIdentifier(queue string) string
 }
 
 // SecretKeyRef names one key of a Secret in the actor's namespace.

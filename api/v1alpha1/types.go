@@ -465,7 +465,8 @@ type FlatStatus struct {
 	// +kubebuilder:validation:Enum=Creating;Ready;Napping
 	// +optional
 	Phase string `json:"phase,omitempty"`
-	// QueueIdentifier is the queue's name, asya-<namespace>-<actor>.
+	// QueueIdentifier identifies the queue: its ARN on SQS, else its
+	// name, asya-<namespace>-<actor>.
 	// +optional
 	QueueIdentifier string `json:"queueIdentifier,omitempty"`
 	// QueueURL is the queue's URL, where the transport has one (SQS).

@@ -71,6 +71,28 @@ func (s *Settings) QueueURL(queue string) string {
 	return base + "/" + s.AccountID + "/" + queue
 }
 
+// QueueIdentifier is the queue's ARN, as upstream's status gives it. It is
+// made from the configured region and account, as the queue's URL is, not
+// asked of SQS: on an emulator endpoint it is the ARN AWS would give the
+// queue there, which is what an emulator reports when it runs in the
+// configured region and account (LocalStack's defaults, us-east-1 and
+// 000000000000, for example).
+func (s *Settings) QueueIdentifier(queue string) string {
+	return "arn:" + partition(s.Region) + ":sqs:" + s.Region + ":" + s.AccountID + ":" + queue
+}
+
+// partition is the AWS partition of a region: its ARNs say aws-cn in
+// China and aws-us-gov in GovCloud.
+func partition(region string) string {
+	switch {
+	case strings.HasPrefix(region, "cn-"):
+		return "aws-cn"
+	case strings.HasPrefix(region, "us-gov-"):
+		return "aws-us-gov"
+	}
+	return "aws"
+}
+
 // TriggerAuth implements transport.Kind: the static credentials when
 // configured, read from the sidecar's environment, so that KEDA uses what
 // the sidecar uses. Not as secretTargetRef entries: those are keyed by the

@@ -132,6 +132,12 @@ func TestSQSEnsureCreatesQueueWithAttributesAndTags(t *testing.T) {
 				t.Errorf("VisibilityTimeout=%s ReceiveMessageWaitTimeSeconds=%s, want %s and 20",
 					attrs[attrVisibilityTimeout], attrs[attrWaitTime], tt.wantVisibility)
 			}
+			// The status's ARN, made from the configuration, is the one
+			// the emulator reports: it runs in the configured region and
+			// account.
+			if want := s.cfg.QueueIdentifier(q.Name()); attrs[attrQueueArn] != want {
+				t.Errorf("QueueArn = %s, want the status's %s", attrs[attrQueueArn], want)
+			}
 			wantTags := map[string]string{TagActor: actor, TagNamespace: "team-a", "team": "ml"}
 			if diff := cmp.Diff(wantTags, sqsTags(t, s, q.Name())); diff != "" {
 				t.Errorf("tags (-want +got):\n%s", diff)

@@ -22,3 +22,25 @@ func TestVisibilityTimeoutFor(t *testing.T) {
 		}
 	}
 }
+
+func TestQueueIdentifier(t *testing.T) {
+	tests := []struct {
+		name string
+		s    Settings
+		want string
+	}{
+		{"aws", Settings{Region: "eu-west-1", AccountID: "123456789012"}, "arn:aws:sqs:eu-west-1:123456789012:asya-ml-echo"},
+		{"china", Settings{Region: "cn-north-1", AccountID: "123456789012"}, "arn:aws-cn:sqs:cn-north-1:123456789012:asya-ml-echo"},
+		{"govcloud", Settings{Region: "us-gov-west-1", AccountID: "123456789012"}, "arn:aws-us-gov:sqs:us-gov-west-1:123456789012:asya-ml-echo"},
+		{"emulator: AWS's ARN in the configured region and account",
+			Settings{Region: "us-east-1", AccountID: "000000000000", Endpoint: "http://localstack:4566"},
+			"arn:aws:sqs:us-east-1:000000000000:asya-ml-echo"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := tt.s.QueueIdentifier("asya-ml-echo"); got != tt.want {
+				t.Errorf("QueueIdentifier = %s, want %s", got, tt.want)
+			}
+		})
+	}
+}
