@@ -28,10 +28,18 @@ func flatStatus(st *v1alpha1.AsyncActorStatus, queueID, queueURL string) v1alpha
 		Queue:    readiness(st, ConditionTransportReady),
 		Workload: &v1alpha1.WorkloadReadiness{Ready: meta.IsStatusConditionTrue(st.Conditions, ConditionWorkloadReady), Replicas: st.TotalReplicas, ReadyReplicas: st.ReadyReplicas},
 	}
-	if meta.FindStatusCondition(st.Conditions, ConditionScalingReady) != nil {
-		infra.KEDA = readiness(st, ConditionScalingReady)
-	}
+	infra.KEDA = kedaReadiness(st)
 	return v1alpha1.FlatStatus{Phase: phase, QueueIdentifier: queueID, QueueURL: queueURL, Infrastructure: infra}
+}
+
+// kedaReadiness is ScalingReady's, which is there exactly when scaling is
+// on. With scaling off KEDA has nothing to do, and is ready, as upstream's
+// compositions say then.
+func kedaReadiness(st *v1alpha1.AsyncActorStatus) *v1alpha1.Readiness {
+	if meta.FindStatusCondition(st.Conditions, ConditionScalingReady) == nil {
+		return &v1alpha1.Readiness{Ready: true, Message: "scaling is off: KEDA scales nothing"}
+	}
+	return readiness(st, ConditionScalingReady)
 }
 
 func readiness(st *v1alpha1.AsyncActorStatus, typ string) *v1alpha1.Readiness {
