@@ -118,7 +118,9 @@ func runPods(t *testing.T, ns, name string, n int) {
 
 // TestKubectlGetAsya checks the printer columns, normal and wide, through
 // kubectl and through the API's Table output, on an actor whose two pods
-// are ready.
+// are ready, and on a flat actor, whose spec names the bounds otherwise
+// and has no workload kind: Min, Max and Workload read the status, which
+// says them for both shapes.
 func TestKubectlGetAsya(t *testing.T) {
 	ctx := ctxFor(t, 2*time.Minute)
 	ns := "e2e-table"
@@ -128,6 +130,10 @@ func TestKubectlGetAsya(t *testing.T) {
 	mapAt(a, "spec")["transport"] = "rabbitmq"
 	createActor(t, ctx, a)
 	runPods(t, ns, "shown", 2)
+	createActor(t, ctx, obj{"apiVersion": "asya.sh/v1alpha1", "kind": "AsyncActor",
+		"metadata": obj{"name": "shown-flat", "namespace": ns},
+		"spec": obj{"actor": "tabled", "image": "python:3.12-slim", "handler": "handlers.echo",
+			"scaling": obj{"enabled": false, "maxReplicaCount": 4}}})
 	// docs/design.md#scale: an actor whose children exist and are healthy settles after
 	// at most one status write.
 	writes := 0
@@ -154,10 +160,20 @@ func TestKubectlGetAsya(t *testing.T) {
 	if len(row) != len(wantHeader) {
 		t.Fatalf("row %v does not fit header", row)
 	}
-	expect := map[string]string{"STATUS": str(st, "status"), "RUNNING": "2", "FAILING": "0", "TOTAL": "2", "DESIRED": "2"}
+	// Min and Max with the 0.3 defaults, as the Asya operator showed them:
+	// its CRD defaulted spec.scaling, which it wrote back on its first
+	// update of every actor.
+	expect := map[string]string{"STATUS": str(st, "status"), "RUNNING": "2", "FAILING": "0", "TOTAL": "2", "DESIRED": "2", "MIN": "0", "MAX": "50"}
 	for i, h := range wantHeader {
 		if w, ok := expect[h]; ok && row[i] != w {
 			t.Errorf("column %s = %q, want %q", h, row[i], w)
+		}
+	}
+	flatRow := rows["shown-flat"]
+	t.Logf("kubectl get asya, flat actor: %v", flatRow)
+	for i, h := range wantHeader {
+		if w, ok := map[string]string{"MIN": "0", "MAX": "4"}[h]; ok && (i >= len(flatRow) || flatRow[i] != w) {
+			t.Errorf("flat actor's column %s = %q, want %q", h, flatRow, w)
 		}
 	}
 
@@ -174,6 +190,16 @@ func TestKubectlGetAsya(t *testing.T) {
 	for i, w := range map[int]string{10: "Deployment", 11: "Ready", 12: "Manual"} {
 		if row[i] != w {
 			t.Errorf("wide column %s = %q, want %q", wantWide[i], row[i], w)
+		}
+	}
+	flatRow = rows["shown-flat"]
+	t.Logf("kubectl get asya -o wide, flat actor: %v", flatRow)
+	if len(flatRow) != len(wantWide) {
+		t.Fatalf("flat actor's wide row %v does not fit the header", flatRow)
+	}
+	for i, w := range map[int]string{6: "0", 7: "4", 10: "Deployment", 11: "Ready", 12: "Manual", 16: "tabled", 17: "asya-" + ns + "-tabled"} {
+		if flatRow[i] != w {
+			t.Errorf("flat actor's wide column %s = %q, want %q", wantWide[i], flatRow[i], w)
 		}
 	}
 
@@ -205,13 +231,18 @@ func TestKubectlGetAsya(t *testing.T) {
 	if strings.Join(got, " ") != want {
 		t.Errorf("table columns:\n got %s\nwant %s", strings.Join(got, " "), want)
 	}
-	if len(table.Rows) != 1 || fmt.Sprint(table.Rows[0].Cells[2]) != "2" {
+	cells := map[string][]any{}
+	for _, r := range table.Rows {
+		cells[fmt.Sprint(r.Cells[0])] = r.Cells
+	}
+	if len(cells) != 2 || fmt.Sprint(cells["shown"][2]) != "2" || fmt.Sprint(cells["shown"][6:8]) != "[0 50]" ||
+		fmt.Sprint(cells["shown-flat"][6:8]) != "[0 4]" || cells["shown-flat"][10] != "Deployment" {
 		t.Errorf("table rows: %s", mustJSON(table.Rows))
 	}
 
 	// Short names.
 	for _, short := range []string{"asyas", "asyncactor", "asyncactors.asya.sh"} {
-		if out := kubectl(t, "get", short, "-n", ns, "-o", "name"); strings.TrimSpace(out) != "asyncactor.asya.sh/shown" {
+		if out := kubectl(t, "get", short, "shown", "-n", ns, "-o", "name"); strings.TrimSpace(out) != "asyncactor.asya.sh/shown" {
 			t.Errorf("kubectl get %s -o name = %q", short, out)
 		}
 	}

@@ -23,6 +23,11 @@ func (o *observation) setReplicaFields(st *v1alpha1.AsyncActorStatus) {
 	}
 	st.QueuedMessages = copyPtr(o.in.Queue.Queued)
 	st.ProcessingMessages = copyPtr(o.in.Queue.Processing)
+	// The spec's, for kubectl's columns: the flat shape has other names
+	// for them, or no field at all (docs/design.md#status).
+	spec := o.actor.Spec
+	st.MinReplicas, st.MaxReplicas = copyPtr(spec.Scaling.MinReplicas), copyPtr(spec.Scaling.MaxReplicas)
+	st.WorkloadKind = spec.Workload.Kind
 
 	if o.terminating && o.in.Workload == nil {
 		// The finalize hook observes no workload: what was last known of

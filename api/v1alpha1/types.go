@@ -17,11 +17,11 @@ import (
 // +kubebuilder:printcolumn:name="Failing",type=integer,JSONPath=`.status.failingPods`
 // +kubebuilder:printcolumn:name="Total",type=integer,JSONPath=`.status.totalReplicas`
 // +kubebuilder:printcolumn:name="Desired",type=integer,JSONPath=`.status.desiredReplicas`
-// +kubebuilder:printcolumn:name="Min",type=integer,JSONPath=`.spec.scaling.minReplicas`
-// +kubebuilder:printcolumn:name="Max",type=integer,JSONPath=`.spec.scaling.maxReplicas`
+// +kubebuilder:printcolumn:name="Min",type=integer,JSONPath=`.status.minReplicas`
+// +kubebuilder:printcolumn:name="Max",type=integer,JSONPath=`.status.maxReplicas`
 // +kubebuilder:printcolumn:name="Last-Scale",type=date,JSONPath=`.status.lastScaleTime`
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
-// +kubebuilder:printcolumn:name="Workload",type=string,JSONPath=`.spec.workload.kind`,priority=1
+// +kubebuilder:printcolumn:name="Workload",type=string,JSONPath=`.status.workloadKind`,priority=1
 // +kubebuilder:printcolumn:name="Transport",type=string,JSONPath=`.status.transportStatus`,priority=1
 // +kubebuilder:printcolumn:name="Scaling",type=string,JSONPath=`.status.scalingMode`,priority=1
 // +kubebuilder:printcolumn:name="Queued",type=integer,JSONPath=`.status.queuedMessages`,priority=1
@@ -453,6 +453,22 @@ type AsyncActorStatus struct {
 	// acknowledged, when the broker reported it.
 	// +optional
 	ProcessingMessages *int64 `json:"processingMessages,omitempty"`
+	// MinReplicas is the fewest replicas KEDA scales the actor to, as the
+	// spec says with its shape's default: spec.scaling.minReplicas (0.3)
+	// or minReplicaCount (flat). kubectl's Min column, whose one path
+	// serves both shapes.
+	// +optional
+	MinReplicas *int32 `json:"minReplicas,omitempty"`
+	// MaxReplicas is the most replicas KEDA scales the actor to, as the
+	// spec says with its shape's default: spec.scaling.maxReplicas (0.3)
+	// or maxReplicaCount (flat). kubectl's Max column.
+	// +optional
+	MaxReplicas *int32 `json:"maxReplicas,omitempty"`
+	// WorkloadKind is the kind of the actor's workload, Deployment or
+	// StatefulSet: spec.workload.kind (0.3), Deployment (flat). kubectl's
+	// Workload column.
+	// +optional
+	WorkloadKind string `json:"workloadKind,omitempty"`
 
 	// The fields upstream's flat AsyncActor reports, set for flat actors
 	// only, for the tools that read them.
