@@ -23,13 +23,16 @@ func (flat) isEndActor(in Input) bool { return in.Actor.Spec.CurrentSpec.IsEndAc
 var notCopiedPrefixes = []string{"crossplane.io/", "app.kubernetes.io/"}
 
 // actorLabels are the actor's labels its children and pods carry, as
-// upstream's compositions copy a claim's (team, cost-center, ...). A key
-// asya-sync sets on a child or a pod is not copied anywhere, so that no
-// child says other than its pods.
+// upstream's compositions copy a claim's (team, cost-center, ...). Not
+// copied either: a key asya-sync sets on a child or a pod, so that no
+// child says other than its pods, and Metacontroller's selector label,
+// which on a child must be the actor's uid (Metacontroller refuses the
+// whole sync otherwise).
 func (flat) actorLabels(in Input) map[string]string {
 	var out map[string]string
 	for k, v := range in.Actor.Labels {
-		if slices.Contains(ownLabelKeys, k) || slices.ContainsFunc(notCopiedPrefixes, func(p string) bool { return strings.HasPrefix(k, p) }) {
+		if k == LabelMetacontrollerSelector || slices.Contains(ownLabelKeys, k) ||
+			slices.ContainsFunc(notCopiedPrefixes, func(p string) bool { return strings.HasPrefix(k, p) }) {
 			continue
 		}
 		if out == nil {

@@ -72,6 +72,10 @@ const (
 	ManagedBy      = "asya-sync"
 )
 
+// LabelMetacontrollerSelector is the label by which Metacontroller claims
+// an actor's children (generateSelector): it sets it to the actor's uid.
+const LabelMetacontrollerSelector = "controller-uid"
+
 // ownLabelKeys are every label asya-sync sets on a child or a pod.
 var ownLabelKeys = []string{LabelName, LabelManagedBy, LabelActor, LabelApp, LabelWorkload, v1alpha1.LabelFlatActor}
 

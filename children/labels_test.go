@@ -20,6 +20,7 @@ func TestActorLabels(t *testing.T) {
 		"cost-center":                "7",
 		"app.kubernetes.io/instance": "argo-app", // the tool's that manages the actor: not copied
 		"crossplane.io/claim-name":   "echo",     // Crossplane's: not copied
+		"controller-uid":             "1234",     // Metacontroller's selector: not copied
 		LabelActor:                   "other",    // asya-sync's keys, on a child or a pod: not copied
 		LabelApp:                     "other",
 		LabelWorkload:                "other",
