@@ -24,9 +24,10 @@ const (
 	DefaultRetryMaxAttempts     = 3
 	DefaultRetryInitialInterval = "1s"
 	DefaultRetryMaxInterval     = "300s"
-	// DefaultRetryBackoffCoefficient is 2.0 as the API server writes the
-	// CRD's default, so that an actor the hook defaults renders as one
-	// defaulted at admission, and nothing rolls when the CRD is upgraded.
+	// DefaultRetryBackoffCoefficient is 2.0 written as the API server
+	// writes the CRD's default 2.0, so that an actor the hook defaults
+	// renders as one defaulted at admission, to the byte, and its pods do
+	// not roll when the CRD is upgraded under it.
 	DefaultRetryBackoffCoefficient = "2"
 	DefaultRetryJitter             = true
 )
