@@ -30,12 +30,15 @@ func (c Claimant) String() string { return c.Namespace + "/" + c.Name }
 // transport and the queue's name.
 type claimKey struct{ transport, queue string }
 
-// keyOf reads the claim off a related actor as it came: a flat actor
-// (spec.actor set) claims asya-<namespace>-<actor> on its transport, or on
-// flatTransport, the service's for flat actors that name none.
+// keyOf reads the claim off a related actor as it came: a flat actor (its
+// shape, as v1alpha1.ShapeOf tells it for the hook) claims
+// asya-<namespace>-<actor> on its transport, or on flatTransport, the
+// service's for flat actors that name none.
 func keyOf(obj *unstructured.Unstructured, flatTransport string) claimKey {
-	t, _, _ := unstructured.NestedString(obj.Object, "spec", "transport")
-	if actor, _, _ := unstructured.NestedString(obj.Object, "spec", "actor"); actor != "" {
+	spec, _, _ := unstructured.NestedMap(obj.Object, "spec")
+	t, _, _ := unstructured.NestedString(spec, "transport")
+	if gen, _ := v1alpha1.ShapeOfObject(spec); gen == v1alpha1.Flat {
+		actor, _, _ := unstructured.NestedString(spec, "actor")
 		if t == "" {
 			t = flatTransport
 		}

@@ -30,12 +30,17 @@ func (g Generation) String() string {
 }
 
 // The top-level fields only one shape has; transport, sidecar and scaling
-// are in both.
+// are in both. The CRD's CEL rules (types.go) name the same fields.
 var (
 	nestedFields = []string{"workload", "timeout"}
-	flatFields   = []string{"actor", "image", "handler", "imagePullPolicy", "pythonExecutable", "replicas", "env",
+	flatFields   = append([]string{"actor", "image", "handler", "imagePullPolicy", "pythonExecutable", "replicas", "env",
 		"resources", "nodeSelector", "tolerations", "volumes", "volumeMounts", "initContainers", "sidecars",
-		"resiliency", "tracing", "secretRefs", "stateProxy", "flavors"}
+		"resiliency", "tracing", "secretRefs", "stateProxy", "flavors"}, claimFields...)
+	// claimFields are Crossplane's (ClaimFields): only an upstream claim
+	// has them, so they are flat, though asya-sync ignores them.
+	claimFields = []string{"compositionRef", "compositionRevisionRef", "compositionRevisionSelector",
+		"compositionSelector", "compositionUpdatePolicy", "compositeDeletePolicy", "resourceRef",
+		"writeConnectionSecretToRef", "publishConnectionDetailsTo"}
 	nestedScaling = []string{"minReplicas", "maxReplicas"}
 	flatScaling   = []string{"minReplicaCount", "maxReplicaCount", "additionalTriggers"}
 )
@@ -49,6 +54,17 @@ func ShapeOf(spec json.RawMessage) (Generation, error) {
 	}
 	var scaling map[string]json.RawMessage
 	_ = json.Unmarshal(top["scaling"], &scaling) // a bad scaling fails the decode itself
+	return shape(top, scaling)
+}
+
+// ShapeOfObject is ShapeOf for a spec already decoded, as the related
+// actors Metacontroller sends come (transport.Owner).
+func ShapeOfObject(spec map[string]any) (Generation, error) {
+	scaling, _ := spec["scaling"].(map[string]any)
+	return shape(spec, scaling)
+}
+
+func shape[V any](top, scaling map[string]V) (Generation, error) {
 	nested := append(present(top, nestedFields, ""), present(scaling, nestedScaling, "scaling.")...)
 	flat := append(present(top, flatFields, ""), present(scaling, flatScaling, "scaling.")...)
 	switch {
@@ -61,7 +77,7 @@ func ShapeOf(spec json.RawMessage) (Generation, error) {
 	return Nested, nil
 }
 
-func present(m map[string]json.RawMessage, names []string, prefix string) []string {
+func present[V any](m map[string]V, names []string, prefix string) []string {
 	var out []string
 	for _, n := range names {
 		if _, ok := m[n]; ok {
