@@ -83,6 +83,9 @@ func (spec AsyncActorSpec) flatModel() AsyncActorSpec {
 	if spec.Sidecar.ImagePullPolicy == "" {
 		spec.Sidecar.ImagePullPolicy = spec.Sidecar.Image.PullPolicy
 	}
+	if spec.Sidecar.Image.upstreamDefault() {
+		spec.Sidecar.Image = SidecarImage{}
+	}
 	return spec
 }
 
@@ -123,6 +126,24 @@ func (r *Retry) withDefaults() *Retry {
 	}
 	d.Jitter = orDefault(d.Jitter, DefaultRetryJitter)
 	return &d
+}
+
+// upstreamSidecarRepository is upstream's sidecar repository.
+const upstreamSidecarRepository = "ghcr.io/deliveryhero/asya-sidecar"
+
+// upstreamDefault reports whether a flat actor's sidecar image is what
+// upstream's XRDs write into every claim that names none: 0.5's
+// ghcr.io/deliveryhero/asya-sidecar:latest, 1.x's {repository:
+// ghcr.io/deliveryhero/asya-sidecar} without a tag. Upstream's
+// compositions never read spec.sidecar.image: their pods ran the
+// installation's sidecar, whatever the claim said. So a claim exported
+// from upstream keeps its sidecar only if asya-sync takes that value for
+// "none" (the service's flatActors.sidecarImage), not for a moving :latest
+// tag; that is also what a user who wrote the same value got upstream.
+// Any other value is a choice, and is run.
+func (i SidecarImage) upstreamDefault() bool {
+	return i.Ref == upstreamSidecarRepository+":latest" ||
+		i.Ref == "" && i.Repository == upstreamSidecarRepository && i.Tag == ""
 }
 
 // IsEndActor reports whether the flat actor is a system actor.

@@ -94,3 +94,46 @@ func jsonCopy(t *testing.T, r *Resiliency) *Resiliency {
 	}
 	return out
 }
+
+// A flat actor's spec.sidecar.image names its sidecar, except where it
+// holds what upstream's XRDs write into a claim that names none: then the
+// service's flat sidecar runs, as upstream's compositions ran the
+// installation's.
+func TestFlatSidecarImage(t *testing.T) {
+	for _, tc := range []struct {
+		name, sidecar string // spec.sidecar as JSON
+		want          string // Reference(); "" is the service's flat sidecar
+		wantPull      string
+	}{
+		{"none", `{}`, "", "IfNotPresent"},
+		{"0.5 XRD default", `{"image":"ghcr.io/deliveryhero/asya-sidecar:latest"}`, "", "IfNotPresent"},
+		{"1.x XRD default", `{"image":{"repository":"ghcr.io/deliveryhero/asya-sidecar"}}`, "", "IfNotPresent"},
+		{"1.x XRD default with a pull policy", `{"image":{"repository":"ghcr.io/deliveryhero/asya-sidecar","pullPolicy":"Always"}}`, "", "Always"},
+		{"a release", `{"image":"ghcr.io/deliveryhero/asya-sidecar:0.5.3"}`, "ghcr.io/deliveryhero/asya-sidecar:0.5.3", "IfNotPresent"},
+		{"a release, 1.x form", `{"image":{"repository":"ghcr.io/deliveryhero/asya-sidecar","tag":"1.1.2"}}`,
+			"ghcr.io/deliveryhero/asya-sidecar:1.1.2", "IfNotPresent"},
+		{"latest of another repository", `{"image":"registry.acme.io/asya-sidecar:latest"}`, "registry.acme.io/asya-sidecar:latest", "IfNotPresent"},
+		{"a digest", `{"image":"ghcr.io/deliveryhero/asya-sidecar@sha256:0123"}`, "ghcr.io/deliveryhero/asya-sidecar@sha256:0123", "IfNotPresent"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var spec AsyncActorSpec
+			raw := `{"actor":"a","image":"i","handler":"m.f","sidecar":` + tc.sidecar + `}`
+			if err := json.Unmarshal([]byte(raw), &spec); err != nil {
+				t.Fatal(err)
+			}
+			spec.Generation = Flat
+			got := spec.WithDefaults().Sidecar
+			if ref := got.Image.Reference(); ref != tc.want {
+				t.Errorf("sidecar image %q, want %q", ref, tc.want)
+			}
+			if string(got.ImagePullPolicy) != tc.wantPull {
+				t.Errorf("sidecar imagePullPolicy %q, want %q", got.ImagePullPolicy, tc.wantPull)
+			}
+		})
+	}
+	// The nested shape has no XRD: what it names is run.
+	nested := AsyncActorSpec{Sidecar: SidecarSpec{Image: SidecarImage{Ref: "ghcr.io/deliveryhero/asya-sidecar:latest"}}}
+	if ref := nested.WithDefaults().Sidecar.Image.Reference(); ref != "ghcr.io/deliveryhero/asya-sidecar:latest" {
+		t.Errorf("nested actor's sidecar %q, want the one it names", ref)
+	}
+}

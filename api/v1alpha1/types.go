@@ -102,8 +102,10 @@ type AsyncActorSpec struct {
 type SidecarSpec struct {
 	// Image of the sidecar: a reference (0.3 and 0.5), or in the flat
 	// shape also {repository, tag, pullPolicy} (1.x). Empty means the
-	// service configuration's sidecar image for the actor's shape.
-	// Changing it rolls the pods.
+	// service configuration's sidecar image for the actor's shape; so do,
+	// in the flat shape, the values upstream's XRDs default it to
+	// (ghcr.io/deliveryhero/asya-sidecar:latest, or that repository
+	// without a tag), which upstream never ran. Changing it rolls the pods.
 	// +kubebuilder:validation:Schemaless
 	// +kubebuilder:pruning:PreserveUnknownFields
 	// +optional
