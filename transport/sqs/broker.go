@@ -81,7 +81,7 @@ func (s *Broker) Ensure(ctx context.Context, q transport.Queue) error {
 	attrs := s.queueAttributes(q)
 	if dlq := s.cfg.Queues.DLQ; dlq.Enabled {
 		retention := map[string]string{attrRetention: strconv.Itoa(int(dlq.RetentionDays) * 24 * 3600)}
-		url, err := s.createOrUpdate(ctx, q.DLQName(), retention, s.tags(q))
+		url, err := s.createOrUpdate(ctx, q.DLQName(), "", retention, s.tags(q))
 		if err != nil {
 			return err
 		}
@@ -91,7 +91,7 @@ func (s *Broker) Ensure(ctx context.Context, q transport.Queue) error {
 		}
 		attrs[attrRedrivePolicy] = redrivePolicy(arn, dlq.MaxRetryCount)
 	}
-	_, err := s.createOrUpdate(ctx, q.Name(), attrs, s.tags(q))
+	_, err := s.createOrUpdate(ctx, q.Name(), q.DLQName(), attrs, s.tags(q))
 	return err
 }
 
@@ -127,8 +127,10 @@ func redrivePolicy(dlqARN string, maxReceiveCount int32) string {
 // createOrUpdate creates the queue, or sets the attributes of one that
 // exists with other values in place: a queue is never deleted here. Tags
 // are set either way, because CreateQueue ignores them on an existing queue.
-func (s *Broker) createOrUpdate(ctx context.Context, name string, attrs, tags map[string]string) (string, error) {
-	url, err := s.create(ctx, name, attrs, tags)
+// ownDLQ is the dead-letter queue asya-sync gives it when the DLQ is on
+// ("" for a DLQ itself).
+func (s *Broker) createOrUpdate(ctx context.Context, name, ownDLQ string, attrs, tags map[string]string) (string, error) {
+	url, err := s.create(ctx, name, ownDLQ, attrs, tags)
 	if err != nil {
 		return "", err
 	}
@@ -138,7 +140,7 @@ func (s *Broker) createOrUpdate(ctx context.Context, name string, attrs, tags ma
 	return url, nil
 }
 
-func (s *Broker) create(ctx context.Context, name string, attrs, tags map[string]string) (string, error) {
+func (s *Broker) create(ctx context.Context, name, ownDLQ string, attrs, tags map[string]string) (string, error) {
 	out, err := s.client.CreateQueue(ctx, &awssqs.CreateQueueInput{QueueName: &name, Attributes: attrs, Tags: tags})
 	if err == nil {
 		s.urls.Store(name, aws.ToString(out.QueueUrl))
@@ -152,13 +154,41 @@ func (s *Broker) create(ctx context.Context, name string, attrs, tags map[string
 		return "", err
 	}
 	updates := maps.Clone(attrs)
-	if _, ok := updates[attrRedrivePolicy]; !ok {
-		updates[attrRedrivePolicy] = "" // the DLQ was turned off: stop redriving
+	if _, ok := updates[attrRedrivePolicy]; !ok && ownDLQ != "" {
+		// The DLQ is off. A policy redriving to asya-sync's own DLQ is
+		// stopped (the DLQ was turned off); one to any other queue was set
+		// by someone else and is kept: upstream's compositions redrive
+		// each actor's queue to the namespace's asya-<ns>-dlq, and an
+		// adopted queue's failed messages must keep going there.
+		target, err := s.redriveTarget(ctx, name, url)
+		if err != nil {
+			return "", err
+		}
+		if target == ownDLQ {
+			updates[attrRedrivePolicy] = ""
+		}
 	}
 	if _, err := s.client.SetQueueAttributes(ctx, &awssqs.SetQueueAttributesInput{QueueUrl: &url, Attributes: updates}); err != nil {
 		return "", s.explain(err, "updating the attributes of queue "+name)
 	}
 	return url, nil
+}
+
+// redriveTarget is the name of the queue the queue's redrive policy sends
+// failed messages to, "" without one.
+func (s *Broker) redriveTarget(ctx context.Context, name, url string) (string, error) {
+	out, err := s.client.GetQueueAttributes(ctx, &awssqs.GetQueueAttributesInput{
+		QueueUrl: &url, AttributeNames: []types.QueueAttributeName{types.QueueAttributeNameRedrivePolicy}})
+	if err != nil {
+		return "", s.explain(err, "reading the redrive policy of queue "+name)
+	}
+	var policy struct {
+		Target string `json:"deadLetterTargetArn"`
+	}
+	// A policy that does not parse is not one asya-sync wrote: "" keeps it.
+	_ = json.Unmarshal([]byte(out.Attributes[attrRedrivePolicy]), &policy)
+	// An SQS ARN ends with the queue's name: arn:aws:sqs:<region>:<account>:<name>.
+	return policy.Target[strings.LastIndex(policy.Target, ":")+1:], nil
 }
 
 func (s *Broker) queueARN(ctx context.Context, name, url string) (string, error) {

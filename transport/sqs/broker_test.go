@@ -338,3 +338,56 @@ func TestSQSErrorTextIsStable(t *testing.T) {
 		t.Errorf("explained error = %q (reason %s), want the code and message without the request ID", te.Error(), te.Reason)
 	}
 }
+
+// A queue adopted from upstream's Crossplane installation redrives to the
+// namespace's asya-<ns>-dlq, which asya-sync did not make: with the DLQ
+// off, ensuring the queue updates its other attributes and keeps that
+// policy, so its failed messages still go where they went.
+func TestSQSEnsureKeepsAnotherRedrivePolicy(t *testing.T) {
+	t.Parallel()
+	s := newSQS(t)
+	ctx := testenv.Context(t)
+	ns, actor := testenv.ActorName("upstream"), "worker"
+	q := transport.Queue{Actor: actor, Namespace: ns, ProcessingTimeout: 300, Scoped: true}
+	dlqName := "asya-" + ns + "-dlq"
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		for _, name := range []string{q.Name(), dlqName} {
+			_ = s.deleteQueue(ctx, name)
+		}
+	})
+	// As upstream's SQS composition makes them.
+	dlq, err := s.client.CreateQueue(ctx, &awssqs.CreateQueueInput{QueueName: aws.String(dlqName)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	dlqARN, err := s.queueARN(ctx, dlqName, aws.ToString(dlq.QueueUrl))
+	if err != nil {
+		t.Fatal(err)
+	}
+	upstreamPolicy := `{"deadLetterTargetArn":"` + dlqARN + `","maxReceiveCount":3}`
+	if _, err := s.client.CreateQueue(ctx, &awssqs.CreateQueueInput{QueueName: aws.String(q.Name()), Attributes: map[string]string{
+		attrVisibilityTimeout: "30", attrRetention: "345600", attrWaitTime: "20", attrRedrivePolicy: upstreamPolicy,
+	}}); err != nil {
+		t.Fatal(err)
+	}
+	sendSQS(t, s, q.Name(), "waiting since upstream")
+
+	for i := range 2 { // adopting, then a later ensure of the queue as asya-sync left it
+		if err := s.Ensure(ctx, q); err != nil {
+			t.Fatalf("Ensure #%d: %v", i+1, err)
+		}
+		attrs := sqsAttributes(t, s, q.Name())
+		var policy struct {
+			Target string `json:"deadLetterTargetArn"`
+		}
+		if err := json.Unmarshal([]byte(attrs[attrRedrivePolicy]), &policy); err != nil || policy.Target != dlqARN {
+			t.Errorf("Ensure #%d: RedrivePolicy %q, want upstream's to %s", i+1, attrs[attrRedrivePolicy], dlqARN)
+		}
+		if attrs[attrVisibilityTimeout] != "600" || attrs[attrReady] != "1" {
+			t.Errorf("Ensure #%d: VisibilityTimeout %s, messages %s; want asya-sync's 600 and the message kept",
+				i+1, attrs[attrVisibilityTimeout], attrs[attrReady])
+		}
+	}
+}
