@@ -278,9 +278,20 @@ prometheus_operator_crds() {
   PROMETHEUS_OPERATOR_CRDS=$MODULE_DIR/example/prometheus-operator-crd
 }
 
+# e2e_packages installs jq from Debian when it is missing: the tests run
+# docs/migrate.md's blocks as printed, and they use it.
+e2e_packages() {
+  command -v jq >/dev/null && return
+  [ "$(id -u)" = 0 ] || missing "jq is not installed (docs/migrate.md's blocks, which the tests run, use it)"
+  log "installing jq from Debian"
+  { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends jq; } >&2 ||
+    missing "could not install jq from Debian"
+}
+
 # e2e_env: what every run of the tests needs, built or found, exported.
 e2e_env() {
   require_tools
+  e2e_packages
   check_generated
   check_image_build
   go vet -tags e2e ./e2e/

@@ -3,10 +3,13 @@
 package e2e
 
 import (
+	"encoding/json"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -18,41 +21,75 @@ import (
 	"github.com/asya-sh/asya-sync/internal/testenv"
 )
 
-// TestMigrateFromCrossplane: the state upstream's Crossplane installation
-// leaves after step 4 of docs/migrate.md ("From upstream's Crossplane
-// installation"): the claims and their workloads gone, a RabbitMQ queue
-// asya-NS-A bound to the shared exchange and an orphaned SQS queue
-// asya-NS-B, both holding messages. Re-applying the saved flat actors
-// (step 7) adopts both queues with their messages and runs asya-sync's
-// workloads.
+// TestMigrateFromCrossplane runs docs/migrate.md's steps 2, 3 and 7 ("From
+// upstream's Crossplane installation") as printed, on what upstream leaves:
+//
+//   - the claims as Crossplane's API server lists them (claims.json), with
+//     Crossplane's fields and the XRD's defaults: two RabbitMQ claims that
+//     upstream's RabbitMQ composition ran under another name than their
+//     spec.actor (the claim's name; the label asya.sh/actor) and an SQS
+//     claim;
+//   - provider-aws Queues, on a stand-in of their CRD: the SQS actor's,
+//     tagged by the composition, the crew chart's DLQ, an unrelated one;
+//   - on the real brokers, the queues the compositions consumed, holding
+//     messages: asya-NS-<name it ran as> bound to the shared exchange on
+//     RabbitMQ, and on SQS the actor's queue redriving to asya-NS-dlq.
+//
+// Step 2 renames the RabbitMQ actors and says so, step 3 orphans the
+// actor's Queue only, and after step 7 each actor runs asya-sync's workload
+// with the service's flat sidecar (not the XRD's :latest) on the queue
+// upstream consumed, its messages still there and the SQS queue's redrive
+// policy unchanged.
 func TestMigrateFromCrossplane(t *testing.T) {
 	if !env.rabbit || !env.sqs {
 		testenv.Missing(t, "RabbitMQ and the SQS emulator", fmt.Errorf("rabbit %v, sqs %v", env.rabbit, env.sqs))
 	}
+	if _, err := exec.LookPath("jq"); err != nil {
+		testenv.Missing(t, "jq, which docs/migrate.md's blocks use", err)
+	}
 	ctx := ctxFor(t, 3*time.Minute)
 	ns := "e2e-from-crossplane"
 	ensureNamespace(t, ctx, ns, true)
-	rabbitActor, sqsActor := "ingest", "summarize-"+env.runID
 	const messages = 3
+	sqsActor := "summarize-" + env.runID
 
+	// The RabbitMQ queues upstream consumed: the claim "ingest" (spec.actor
+	// ingester) ran as its name, the claim "enrich" as its label.
 	rabbit := testenv.Rabbit(t)
-	rabbitQueue := "asya-" + ns + "-" + rabbitActor
-	withChannel(t, func(ch *amqp.Channel) error {
-		if err := ch.ExchangeDeclare("asya", "topic", true, false, false, false, nil); err != nil {
-			return err
+	ranAs := map[string]string{"ingest": "ingest", "enrich": "enricher"}
+	for _, name := range []string{"ingest", "enrich"} {
+		queue := "asya-" + ns + "-" + ranAs[name]
+		withChannel(t, func(ch *amqp.Channel) error {
+			if err := ch.ExchangeDeclare("asya", "topic", true, false, false, false, nil); err != nil {
+				return err
+			}
+			if _, err := ch.QueueDeclare(queue, true, false, false, false, nil); err != nil {
+				return err
+			}
+			return ch.QueueBind(queue, ranAs[name], "asya", false, nil)
+		})
+		t.Cleanup(func() { testenv.DeleteQueue(t, rabbit, queue) })
+		for i := 0; i < messages; i++ {
+			testenv.Publish(t, rabbit, queue)
 		}
-		if _, err := ch.QueueDeclare(rabbitQueue, true, false, false, false, nil); err != nil {
-			return err
-		}
-		return ch.QueueBind(rabbitQueue, rabbitActor, "asya", false, nil)
-	})
-	t.Cleanup(func() { testenv.DeleteQueue(t, rabbit, rabbitQueue) })
-	for i := 0; i < messages; i++ {
-		testenv.Publish(t, rabbit, rabbitQueue)
 	}
+
+	// The SQS queue, as upstream's SQS composition makes it: redriving to
+	// the namespace's DLQ, which the crew chart makes and nobody deletes.
+	dlq, err := sqsClient().CreateQueue(ctx, &sqs.CreateQueueInput{QueueName: aws.String("asya-" + ns + "-dlq")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	dlqAttrs, err := sqsClient().GetQueueAttributes(ctx, &sqs.GetQueueAttributesInput{QueueUrl: dlq.QueueUrl,
+		AttributeNames: []types.QueueAttributeName{types.QueueAttributeNameQueueArn}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	dlqARN := dlqAttrs.Attributes[string(types.QueueAttributeNameQueueArn)]
 	sqsQueue := "asya-" + ns + "-" + sqsActor
 	created, err := sqsClient().CreateQueue(ctx, &sqs.CreateQueueInput{QueueName: aws.String(sqsQueue),
-		Attributes: map[string]string{"VisibilityTimeout": "30"}})
+		Attributes: map[string]string{"VisibilityTimeout": "30", "MessageRetentionPeriod": "345600", "ReceiveMessageWaitTimeSeconds": "20",
+			"RedrivePolicy": `{"deadLetterTargetArn":"` + dlqARN + `","maxReceiveCount":3}`}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -62,34 +99,82 @@ func TestMigrateFromCrossplane(t *testing.T) {
 		}
 	}
 
-	// Step 7: the saved actors, as step 2 writes them.
-	saved := filepath.Join(t.TempDir(), "actors.yaml")
-	manifest := fmt.Sprintf(`apiVersion: asya.sh/v1alpha1
-kind: AsyncActor
-metadata: {name: %[2]s, namespace: %[1]s}
-spec: {actor: %[2]s, image: python:3.12-slim, handler: ingest.run, scaling: {enabled: false}, replicas: 1}
----
-apiVersion: asya.sh/v1alpha1
-kind: AsyncActor
-metadata: {name: summarize, namespace: %[1]s}
-spec: {actor: %[3]s, transport: sqs, image: python:3.12-slim, handler: summarize.run, scaling: {enabled: false}, replicas: 1}
-`, ns, rabbitActor, sqsActor)
-	if err := os.WriteFile(saved, []byte(manifest), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	kubectl(t, "apply", "-f", saved)
-	for _, name := range []string{rabbitActor, "summarize"} {
-		converge(t, ctx, ns, name)
-		if _, ok := childrenOf(t, ctx, ns, name)["Deployment/"+name]; !ok {
-			t.Errorf("%s: no Deployment; status %s", name, mustJSON(getActor(t, ctx, ns, name)["status"]))
+	// Step 2: save the actors.
+	dir := t.TempDir()
+	writeJSON(t, filepath.Join(dir, "claims.json"), obj{"apiVersion": "v1", "kind": "List", "items": []any{
+		upstreamClaim(ns, "ingest", nil, obj{"actor": "ingester", "handler": "ingest.run"}, "rabbitmq"),
+		upstreamClaim(ns, "enrich", obj{"asya.sh/actor": "enricher"}, obj{"actor": "enrich", "handler": "enrich.run"}, "rabbitmq"),
+		upstreamClaim(ns, "summarize", nil, obj{"actor": sqsActor, "transport": "sqs", "handler": "summarize.run"}, "sqs"),
+	}})
+	out := runDocBlockIn(t, dir, "docs/migrate.md", "save-actors", ns)
+	for _, want := range []string{ns + "/ingest: spec.actor ingester -> ingest", ns + "/enrich: spec.actor enrich -> enricher"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("step 2 does not say %q; it printed:\n%s", want, out)
 		}
 	}
-	if got := str(getActor(t, ctx, ns, rabbitActor), "status", "queueIdentifier"); got != rabbitQueue {
-		t.Errorf("status.queueIdentifier %q, want %q", got, rabbitQueue)
+	if strings.Contains(out, "summarize") {
+		t.Errorf("step 2 renames the SQS actor:\n%s", out)
 	}
-	wantMessages(t, rabbit, rabbitQueue, messages, "after re-applying the actor")
+
+	// Step 3: orphan the actors' SQS queues, and only those.
+	kubectl(t, "apply", "-f", filepath.Join(env.root, "e2e", "testdata", "crossplane-sqs-queue-crd.yaml"))
+	kubectl(t, "wait", "--for=condition=Established", "crd/queues.sqs.aws.upbound.io", "--timeout=30s")
+	queues := map[string]obj{ // name → spec.forProvider.tags
+		sqsQueue:              {"asya.sh/namespace": ns, "asya.sh/actor": sqsActor},
+		"asya-" + ns + "-dlq": {"asya.sh/namespace": ns, "asya.sh/role": "dlq"},
+		"orders-" + env.runID: {"team": "orders"},
+	}
+	var mrs []any
+	for name, tags := range queues {
+		mrs = append(mrs, obj{"apiVersion": "sqs.aws.upbound.io/v1beta1", "kind": "Queue", "metadata": obj{"name": name},
+			"spec": obj{"forProvider": obj{"name": name, "region": "us-east-1", "tags": tags}, "deletionPolicy": "Delete",
+				"providerConfigRef": obj{"name": "default"}}})
+		t.Cleanup(func() {
+			exec.Command(filepath.Join(env.bin, "kubectl"), "--kubeconfig", env.cluster.kubeconfig, "delete",
+				"queues.sqs.aws.upbound.io", name, "--ignore-not-found").Run()
+		})
+	}
+	mrFile := filepath.Join(dir, "queues.json")
+	writeJSON(t, mrFile, obj{"apiVersion": "v1", "kind": "List", "items": mrs})
+	kubectl(t, "apply", "-f", mrFile)
+	runDocBlockIn(t, dir, "docs/migrate.md", "orphan-sqs-queues", ns)
+	for name := range queues {
+		want := "Delete"
+		if name == sqsQueue {
+			want = "Orphan"
+		}
+		if got := kubectl(t, "get", "queues.sqs.aws.upbound.io", name, "-o", "jsonpath={.spec.deletionPolicy}"); got != want {
+			t.Errorf("Queue %s: deletionPolicy %s after step 3, want %s", name, got, want)
+		}
+	}
+
+	// Step 7: re-apply the saved actors.
+	runDocBlockIn(t, dir, "docs/migrate.md", "reapply-actors", ns)
+	for _, name := range []string{"ingest", "enrich", "summarize"} {
+		converge(t, ctx, ns, name)
+		a := getActor(t, ctx, ns, name)
+		d, ok := childrenOf(t, ctx, ns, name)["Deployment/"+name]
+		if !ok {
+			t.Errorf("%s: no Deployment; status %s", name, mustJSON(a["status"]))
+			continue
+		}
+		if img := str(containerOf(d, "asya-sidecar"), "image"); img == "" || strings.HasSuffix(img, ":latest") {
+			t.Errorf("%s: sidecar %q, want the service's flat sidecar for the XRD's default", name, img)
+		}
+		r, ok := ranAs[name]
+		if !ok {
+			continue // the SQS actor's queueIdentifier is its ARN, checked below
+		}
+		if got, want := str(a, "status", "queueIdentifier"), "asya-"+ns+"-"+r; got != want {
+			t.Errorf("%s: status.queueIdentifier %q, want %q, the queue upstream consumed", name, got, want)
+		}
+	}
+	for _, name := range []string{"ingest", "enrich"} {
+		wantMessages(t, rabbit, "asya-"+ns+"-"+ranAs[name], messages, "after re-applying the actors")
+	}
 	attrs, err := sqsClient().GetQueueAttributes(ctx, &sqs.GetQueueAttributesInput{QueueUrl: created.QueueUrl,
-		AttributeNames: []types.QueueAttributeName{types.QueueAttributeNameApproximateNumberOfMessages, types.QueueAttributeNameQueueArn}})
+		AttributeNames: []types.QueueAttributeName{types.QueueAttributeNameApproximateNumberOfMessages, types.QueueAttributeNameQueueArn,
+			types.QueueAttributeNameRedrivePolicy}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -105,6 +190,48 @@ spec: {actor: %[3]s, transport: sqs, image: python:3.12-slim, handler: summarize
 	if n := attrs.Attributes[string(types.QueueAttributeNameApproximateNumberOfMessages)]; n != strconv.Itoa(messages) {
 		t.Errorf("%s holds %s messages after re-applying the actor, want %d", sqsQueue, n, messages)
 	}
-	deleteAndFinalize(t, ctx, ns, "summarize")
-	deleteAndFinalize(t, ctx, ns, rabbitActor)
+	if p := attrs.Attributes[string(types.QueueAttributeNameRedrivePolicy)]; !strings.Contains(p, dlqARN) {
+		t.Errorf("%s: RedrivePolicy %q after asya-sync adopted it, want upstream's to %s", sqsQueue, p, dlqARN)
+	}
+	for _, name := range []string{"summarize", "ingest", "enrich"} {
+		deleteAndFinalize(t, ctx, ns, name)
+	}
+}
+
+// upstreamClaim is a claim as Crossplane's API server lists it: spec with
+// the XRD's defaults and the fields Crossplane sets, metadata and status
+// of its own.
+func upstreamClaim(ns, name string, labels, spec obj, transport string) obj {
+	claim := obj{"apiVersion": "asya.sh/v1alpha1", "kind": "AsyncActor",
+		"metadata": obj{"name": name, "namespace": ns, "uid": "00000000-0000-4000-8000-" + fmt.Sprintf("%x", name[:6]),
+			"resourceVersion": "4711", "generation": 1, "creationTimestamp": "2026-11-01T10:00:00Z",
+			"finalizers": []any{"finalizer.apiextensions.crossplane.io"}},
+		"spec": obj{"image": "python:3.12-slim", "imagePullPolicy": "IfNotPresent", "pythonExecutable": "python3", "replicas": 1,
+			"scaling":        obj{"enabled": false, "minReplicaCount": 0, "maxReplicaCount": 10, "pollingInterval": 30, "cooldownPeriod": 300, "queueLength": 5},
+			"sidecar":        obj{"image": "ghcr.io/deliveryhero/asya-sidecar:latest"},
+			"compositionRef": obj{"name": "asyncactor-" + transport}, "compositionRevisionRef": obj{"name": "asyncactor-" + transport + "-9d3c2b1"},
+			"compositionSelector":     obj{"matchLabels": obj{"asya.sh/transport": transport}},
+			"compositionUpdatePolicy": "Automatic", "compositeDeletePolicy": "Background",
+			"resourceRef": obj{"apiVersion": "asya.sh/v1alpha1", "kind": "XAsyncActor", "name": name + "-h2x8q"}},
+		"status": obj{"phase": "Ready", "queueIdentifier": "asya-" + ns + "-" + name,
+			"conditions": []any{obj{"type": "Ready", "status": "True", "reason": "Available", "lastTransitionTime": "2026-11-01T10:01:00Z"}}},
+	}
+	if labels != nil {
+		mapAt(claim, "metadata")["labels"] = labels
+	}
+	for k, v := range spec {
+		mapAt(claim, "spec")[k] = v
+	}
+	return claim
+}
+
+func writeJSON(t *testing.T, path string, v any) {
+	t.Helper()
+	b, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
 }

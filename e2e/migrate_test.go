@@ -21,19 +21,25 @@ import (
 const operatorFinalizer = "asya.sh/finalizer"
 
 // docBlock returns the shell block of doc that follows the marker
-// <!-- e2e: name -->, so that a test runs what the documentation says.
+// <!-- e2e: name -->, so that a test runs what the documentation says. A
+// block indented under a list item is returned without the indentation.
 func docBlock(t *testing.T, doc, name string) string {
 	t.Helper()
 	data, err := os.ReadFile(filepath.Join(env.root, doc))
 	if err != nil {
 		t.Fatal(err)
 	}
-	re := regexp.MustCompile("(?s)<!-- e2e: " + regexp.QuoteMeta(name) + " -->\n```sh\n(.*?)```")
+	re := regexp.MustCompile("(?s)<!-- e2e: " + regexp.QuoteMeta(name) + " -->\n( *)```sh\n(.*?)```")
 	m := re.FindSubmatch(data)
 	if m == nil {
 		t.Fatalf("%s has no block marked <!-- e2e: %s -->", doc, name)
 	}
-	return string(m[1])
+	indent := string(m[1])
+	lines := strings.Split(string(m[2]), "\n")
+	for i, l := range lines {
+		lines[i] = strings.TrimPrefix(l, indent)
+	}
+	return strings.Join(lines, "\n")
 }
 
 // runDocBlock runs a documented shell block with bash, with the built
@@ -41,7 +47,15 @@ func docBlock(t *testing.T, doc, name string) string {
 // vars, as NAME=value).
 func runDocBlock(t *testing.T, doc, name, ns string, vars ...string) string {
 	t.Helper()
+	return runDocBlockIn(t, "", doc, name, ns, vars...)
+}
+
+// runDocBlockIn is runDocBlock in the directory dir, where the block reads
+// and writes its files.
+func runDocBlockIn(t *testing.T, dir, doc, name, ns string, vars ...string) string {
+	t.Helper()
 	cmd := exec.Command("bash", "-euo", "pipefail", "-c", docBlock(t, doc, name))
+	cmd.Dir = dir
 	cmd.Env = append(os.Environ(), "PATH="+env.bin+string(os.PathListSeparator)+os.Getenv("PATH"),
 		"KUBECONFIG="+env.cluster.kubeconfig, "NS="+ns)
 	cmd.Env = append(cmd.Env, vars...)
