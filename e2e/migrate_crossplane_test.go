@@ -18,6 +18,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 	amqp "github.com/rabbitmq/amqp091-go"
 
+	"github.com/asya-sh/asya-sync/config"
 	"github.com/asya-sh/asya-sync/internal/testenv"
 )
 
@@ -35,11 +36,13 @@ import (
 //     messages: asya-NS-<name it ran as> bound to the shared exchange on
 //     RabbitMQ, and on SQS the actor's queue redriving to asya-NS-dlq.
 //
-// Step 2 renames the RabbitMQ actors and says so, step 3 orphans the
-// actor's Queue only, and after step 7 each actor runs asya-sync's workload
-// with the service's flat sidecar (not the XRD's :latest) on the queue
-// upstream consumed, its messages still there and the SQS queue's redrive
-// policy unchanged.
+// Step 2 renames the RabbitMQ actors and says so, and lists the claim that
+// names a sidecar of its own; step 3 orphans the actor's Queue only; after
+// step 7 each actor runs asya-sync's workload on the queue upstream
+// consumed, its messages still there and the SQS queue's redrive policy
+// unchanged, with the service's flat sidecar where the claim holds the
+// XRD's default (0.5's :latest, 1.x's untagged repository) and the named
+// one elsewhere.
 func TestMigrateFromCrossplane(t *testing.T) {
 	if !env.rabbit || !env.sqs {
 		testenv.Missing(t, "RabbitMQ and the SQS emulator", fmt.Errorf("rabbit %v, sqs %v", env.rabbit, env.sqs))
@@ -52,6 +55,7 @@ func TestMigrateFromCrossplane(t *testing.T) {
 	ensureNamespace(t, ctx, ns, true)
 	const messages = 3
 	sqsActor := "summarize-" + env.runID
+	const ownSidecar = "ghcr.io/deliveryhero/asya-sidecar:0.5.3"
 
 	// The RabbitMQ queues upstream consumed: the claim "ingest" (spec.actor
 	// ingester) ran as its name, the claim "enrich" as its label.
@@ -103,8 +107,10 @@ func TestMigrateFromCrossplane(t *testing.T) {
 	dir := t.TempDir()
 	writeJSON(t, filepath.Join(dir, "claims.json"), obj{"apiVersion": "v1", "kind": "List", "items": []any{
 		upstreamClaim(ns, "ingest", nil, obj{"actor": "ingester", "handler": "ingest.run"}, "rabbitmq"),
-		upstreamClaim(ns, "enrich", obj{"asya.sh/actor": "enricher"}, obj{"actor": "enrich", "handler": "enrich.run"}, "rabbitmq"),
-		upstreamClaim(ns, "summarize", nil, obj{"actor": sqsActor, "transport": "sqs", "handler": "summarize.run"}, "sqs"),
+		upstreamClaim(ns, "enrich", obj{"asya.sh/actor": "enricher"}, obj{"actor": "enrich", "handler": "enrich.run",
+			"sidecar": obj{"image": obj{"repository": "ghcr.io/deliveryhero/asya-sidecar"}}}, "rabbitmq"), // 1.x's XRD default
+		upstreamClaim(ns, "summarize", nil, obj{"actor": sqsActor, "transport": "sqs", "handler": "summarize.run",
+			"sidecar": obj{"image": ownSidecar}}, "sqs"),
 	}})
 	out := runDocBlockIn(t, dir, "docs/migrate.md", "save-actors", ns)
 	for _, want := range []string{ns + "/ingest: spec.actor ingester -> ingest", ns + "/enrich: spec.actor enrich -> enricher"} {
@@ -114,6 +120,9 @@ func TestMigrateFromCrossplane(t *testing.T) {
 	}
 	if strings.Contains(out, "summarize") {
 		t.Errorf("step 2 renames the SQS actor:\n%s", out)
+	}
+	if out := runDocBlockIn(t, dir, "docs/migrate.md", "list-own-sidecars", ns); out != ns+"/summarize: "+ownSidecar+"\n" {
+		t.Errorf("step 2 lists as naming a sidecar of their own:\n%s\nwant only %s/summarize", out, ns)
 	}
 
 	// Step 3: orphan the actors' SQS queues, and only those.
@@ -158,8 +167,12 @@ func TestMigrateFromCrossplane(t *testing.T) {
 			t.Errorf("%s: no Deployment; status %s", name, mustJSON(a["status"]))
 			continue
 		}
-		if img := str(containerOf(d, "asya-sidecar"), "image"); img == "" || strings.HasSuffix(img, ":latest") {
-			t.Errorf("%s: sidecar %q, want the service's flat sidecar for the XRD's default", name, img)
+		img := str(containerOf(d, "asya-sidecar"), "image")
+		switch {
+		case name == "summarize" && img != ownSidecar:
+			t.Errorf("%s: sidecar %q, want the one it names, %s", name, img, ownSidecar)
+		case name != "summarize" && img != config.DefaultFlatSidecarImage:
+			t.Errorf("%s: sidecar %q, want the service's flat sidecar %s for the XRD's default", name, img, config.DefaultFlatSidecarImage)
 		}
 		r, ok := ranAs[name]
 		if !ok {
