@@ -50,7 +50,8 @@ type Claim struct {
 
 // Release is the queue step of an actor being deleted, on the broker of
 // its configured transport (brokers nil: none is touched, as in render).
-// The queue is deleted unless it is not the actor's to delete (Kept).
+// The queue is deleted unless it is not the actor's to delete (Kept), or
+// the broker records it to another claim of its name (transport.Held).
 // Ready means the queue is confirmed gone or kept on purpose, and the actor
 // is then finalized at once: its children need no waiting for, since
 // garbage collection removes them through their owner references, and the
@@ -68,10 +69,15 @@ func Release(ctx context.Context, c Claim, brokers transport.Lookup) status.Queu
 		return status.QueueState{Reason: missing.Reason, Message: missing.Message}
 	}
 	q := transport.QueueOf(c.Actor)
-	if err := transport.Attempt(ctx, func(ctx context.Context) error { return broker.Delete(ctx, q) }); err != nil {
-		return status.QueueState{Reason: err.Reason, Message: "deleting queue " + q.Name() + ": " + err.Error()}
+	err := transport.Attempt(ctx, func(ctx context.Context) error { return broker.Delete(ctx, q) })
+	if err == nil {
+		return released
 	}
-	return released
+	if held, ok := transport.HeldBy(err); ok {
+		return status.QueueState{Ready: true, Reason: "QueueKept", Message: fmt.Sprintf(
+			"queue %s is left, messages and all, to %s, which the broker records as its owner", q.Name(), transport.DescribeClaim(held.Holder))}
+	}
+	return status.QueueState{Reason: err.Reason, Message: "deleting queue " + q.Name() + ": " + err.Error()}
 }
 
 // Kept says why the queue stays, if it does: the transport does not

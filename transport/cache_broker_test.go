@@ -58,8 +58,10 @@ func cleanupRabbitQueues(t *testing.T, actors ...string) *amqp.Connection {
 		defer ch.Close()
 		for _, actor := range actors {
 			q := transport.Queue{Actor: actor}
-			ch.QueueDelete(q.Name(), false, false, false)
-			ch.QueueDelete(q.DLQName(), false, false, false)
+			for _, name := range []string{q.Name(), q.DLQName()} {
+				ch.QueueDelete(name, false, false, false)
+				ch.ExchangeDelete(testenv.OwnerRecord(name), false, false)
+			}
 		}
 	})
 	return conn

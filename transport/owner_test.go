@@ -86,6 +86,9 @@ func TestOwner(t *testing.T) {
 			[]actor{{ns: "a", uid: "u-a", created: -time.Hour, flat: "f"}}, "b/x"},
 		{"flat: a nested actor of the same name claims another queue", actor{ns: "b", uid: "u-b", flat: "x"},
 			[]actor{{ns: "a", uid: "u-a", created: -time.Hour, name: "x"}}, "b/x"},
+		// asya-b-f is both; the broker's record decides between claims.
+		{"flat: a nested actor of the same queue is another claim", actor{ns: "b", uid: "u-b", flat: "f"},
+			[]actor{{ns: "b", uid: "u-a", created: -time.Hour, name: "b-f"}}, "b/x"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var others []*unstructured.Unstructured
@@ -103,6 +106,28 @@ func TestOwner(t *testing.T) {
 				t.Errorf("with the actors reversed, Owner = %s, want %s", again, tc.want)
 			}
 		})
+	}
+}
+
+func TestClaims(t *testing.T) {
+	for _, tc := range []struct {
+		q                Queue
+		claim, described string
+	}{
+		{Queue{Actor: "echo", Namespace: "team-a"}, "echo", "the Asya 0.3 actors named echo"},
+		{Queue{Actor: "doubler", Namespace: "x-b", Scoped: true}, "x-b/doubler", "actor doubler of namespace x-b"},
+		{Queue{Actor: "b-doubler", Namespace: "x", Scoped: true}, "x/b-doubler", "actor b-doubler of namespace x"},
+		{Queue{Actor: "x-sink", Namespace: "x-b", Scoped: true}, "x-b/x-sink", "actor x-sink of namespace x-b"},
+	} {
+		if got := tc.q.Claim(); got != tc.claim {
+			t.Errorf("%+v: Claim = %q, want %q", tc.q, got, tc.claim)
+		}
+		if got := DescribeClaim(tc.q.Claim()); got != tc.described {
+			t.Errorf("DescribeClaim(%q) = %q, want %q", tc.q.Claim(), got, tc.described)
+		}
+	}
+	if got := DescribeClaim(""); got != "a claim asya-sync cannot read" {
+		t.Errorf("DescribeClaim of none = %q", got)
 	}
 }
 

@@ -43,6 +43,14 @@ func (q Queue) Name() string {
 // DLQName is the name of the queue's dead-letter queue on the broker.
 func (q Queue) DLQName() string { return q.Name() + "-dlq" }
 
+// Claim is whom the queue is for, as the sidecars route to it: a flat
+// queue's namespace and actor ("team-b/doubler"), a nested queue's bare
+// actor name, which its namesakes in every namespace share ("echo"). Two
+// queues of one name with different claims are a collision
+// (docs/design.md#queues): the broker records the claim of the first
+// (Broker.Ensure), and the other never touches the queue.
+func (q Queue) Claim() string { return claimOf(q.Scoped, q.Namespace, q.Actor) }
+
 // QueueOf is the queue of an actor, with the settings that shape it.
 func QueueOf(actor *v1alpha1.AsyncActor) Queue {
 	q := Queue{Actor: actor.Name, Namespace: actor.Namespace, ProcessingTimeout: actor.Spec.Timeout.Processing}
@@ -83,9 +91,14 @@ type Counts struct {
 type Broker interface {
 	// Ensure makes the queue exist with the configured settings, or, with
 	// autoCreate off, checks that it exists. It never deletes a queue.
+	// A queue it creates, and its DLQ, are recorded on the broker to
+	// q.Claim(); one found without a record is recorded to it then. A
+	// queue (or DLQ) recorded to another claim is left as it is, and any
+	// route of q's into it removed: the error is then a *Held.
 	Ensure(ctx context.Context, q Queue) error
-	// Delete removes the queue (and its DLQ), messages and all. A queue
-	// that is already gone is not an error.
+	// Delete removes the queue (and its DLQ), messages and all, with their
+	// records. A queue that is already gone is not an error. A queue
+	// recorded to another claim is left, and the error is then a *Held.
 	Delete(ctx context.Context, q Queue) error
 	// Counts reads the queue's message counts.
 	Counts(ctx context.Context, q Queue) (Counts, error)

@@ -66,7 +66,11 @@ func QueueExists(t testing.TB, conn *amqp.Connection, queue string) bool {
 	return false
 }
 
-// DeleteQueue removes a queue a test left behind.
+// OwnerRecord is the exchange that records who owns a queue asya-sync
+// declared (transport/rabbitmq/record.go, which tests that the two agree).
+func OwnerRecord(queue string) string { return "asya-sync.owner." + queue }
+
+// DeleteQueue removes a queue a test left behind, and its owner record.
 func DeleteQueue(t testing.TB, conn *amqp.Connection, queue string) {
 	t.Helper()
 	ch, err := conn.Channel()
@@ -77,6 +81,9 @@ func DeleteQueue(t testing.TB, conn *amqp.Connection, queue string) {
 	defer ch.Close()
 	if _, err := ch.QueueDelete(queue, false, false, false); err != nil {
 		t.Errorf("delete %s: %v", queue, err)
+	}
+	if err := ch.ExchangeDelete(OwnerRecord(queue), false, false); err != nil {
+		t.Errorf("delete %s: %v", OwnerRecord(queue), err)
 	}
 }
 

@@ -51,9 +51,11 @@ func New(name string, cfg Settings, httpClient *http.Client) *Broker {
 // ConnectionName is how the broker lists this transport's connection.
 func (r *Broker) ConnectionName() string { return "asya-sync/" + r.name }
 
-// Ensure declares the exchange, the dead-letter queue, the queue and its
-// binding; with autoCreate or manage off it only checks that the queue
-// exists.
+// Ensure records the queue's claim, then declares the exchange, the
+// dead-letter queue, the queue and its binding; with autoCreate or manage
+// off it only checks that the queue exists. A queue recorded to another
+// claim is not touched, and the binding of q's route into it, which an
+// earlier release or the other claim's sync may have made, is removed.
 func (r *Broker) Ensure(ctx context.Context, q transport.Queue) error {
 	if !r.cfg.Queues.AutoCreateQueues() {
 		_, err := r.readyMessages(ctx, q.Name())
@@ -65,15 +67,28 @@ func (r *Broker) Ensure(ctx context.Context, q transport.Queue) error {
 		return err
 	}
 	err := r.withChannel(ctx, func(ch *amqp.Channel) error { return r.declare(ch, q) })
+	if held, ok := transport.HeldBy(err); ok && held.Queue == q.Name() {
+		if err := r.withChannel(ctx, func(ch *amqp.Channel) error { return r.unroute(ch, q) }); err != nil {
+			return r.explain(ctx, err)
+		}
+	}
 	return r.explain(ctx, err)
 }
 
 func (r *Broker) declare(ch *amqp.Channel, q transport.Queue) error {
 	actor, queue, exchange := q.Actor, q.Name(), r.cfg.exchange(q)
+	if err := claim(ch, queue, q.Claim()); err != nil {
+		return err
+	}
 	if err := ch.ExchangeDeclare(exchange, amqp.ExchangeTopic, true, false, false, false, nil); err != nil {
 		return &amqpStepError{kind: "exchange", name: exchange, err: err}
 	}
 	if r.cfg.Queues.DLQ.Enabled {
+		// Another claim's queue may bear this name too (an actor named
+		// <actor>-dlq): it is recorded like any queue.
+		if err := claim(ch, q.DLQName(), q.Claim()); err != nil {
+			return err
+		}
 		if _, err := ch.QueueDeclare(q.DLQName(), true, false, false, false, nil); err != nil {
 			return &amqpStepError{kind: "queue", name: q.DLQName(), err: err}
 		}
@@ -89,6 +104,20 @@ func (r *Broker) declare(ch *amqp.Channel, q transport.Queue) error {
 	return nil
 }
 
+// unroute removes q's binding from a queue another claim holds. It is
+// never the holder's: two claims never share an exchange and routing key
+// (a flat claim routes through its namespace's exchange under its actor,
+// a nested one through the transport's exchange). RabbitMQ answers
+// unbind-ok for a binding or exchange that does not exist; a queue that
+// does not exist (deleted by hand, its record kept) has no binding left.
+func (r *Broker) unroute(ch *amqp.Channel, q transport.Queue) error {
+	exchange := r.cfg.exchange(q)
+	if err := ch.QueueUnbind(q.Name(), q.Actor, exchange, nil); err != nil && !isAMQPCode(err, amqp.NotFound) {
+		return &amqpStepError{kind: "binding", name: q.Name() + " to " + exchange, err: err}
+	}
+	return nil
+}
+
 // queueArgs are the arguments the actor's queue is declared with: a
 // rejected message goes through the default exchange to the DLQ.
 func (r *Broker) queueArgs(q transport.Queue) amqp.Table {
@@ -98,30 +127,42 @@ func (r *Broker) queueArgs(q transport.Queue) amqp.Table {
 	return amqp.Table{"x-dead-letter-exchange": "", "x-dead-letter-routing-key": q.DLQName()}
 }
 
-// Delete deletes the queue and its DLQ, messages and all, on one channel:
-// RabbitMQ answers delete-ok for a queue that does not exist. A broker
-// that answers not-found instead closes the channel, so the rest go on a
-// new one.
+// Delete deletes the queue and its DLQ, messages and all, each with its
+// owner record, unless the record is another claim's: that queue is left
+// as it is (for the queue, the error is then a *transport.Held).
 func (r *Broker) Delete(ctx context.Context, q transport.Queue) error {
-	return r.deleteQueues(ctx, []string{q.Name(), q.DLQName()})
+	var held error
+	for _, name := range []string{q.Name(), q.DLQName()} {
+		err := r.deleteClaimed(ctx, name, q.Claim())
+		if _, ok := transport.HeldBy(err); ok {
+			if name == q.Name() {
+				held = err
+			}
+			continue
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return held
 }
 
-func (r *Broker) deleteQueues(ctx context.Context, names []string) error {
-	var rest []string
+// deleteClaimed deletes one queue of the claim's, then its record. RabbitMQ
+// answers delete-ok for a queue that does not exist; a broker that
+// answers not-found instead closes the channel, so the record goes on a
+// new one.
+func (r *Broker) deleteClaimed(ctx context.Context, queue, claimed string) error {
 	err := r.withChannel(ctx, func(ch *amqp.Channel) error {
-		for i, name := range names {
-			if _, err := ch.QueueDelete(name, false, false, false); err != nil {
-				if isAMQPCode(err, amqp.NotFound) {
-					rest = names[i+1:]
-					return nil
-				}
-				return &amqpStepError{kind: "queue", name: name, err: err}
-			}
+		if err := claim(ch, queue, claimed); err != nil {
+			return err
+		}
+		if _, err := ch.QueueDelete(queue, false, false, false); err != nil && !isAMQPCode(err, amqp.NotFound) {
+			return &amqpStepError{kind: "queue", name: queue, err: err}
 		}
 		return nil
 	})
-	if err == nil && len(rest) > 0 {
-		return r.deleteQueues(ctx, rest)
+	if err == nil {
+		err = r.withChannel(ctx, func(ch *amqp.Channel) error { return unclaim(ch, queue) })
 	}
 	return r.explain(ctx, err)
 }

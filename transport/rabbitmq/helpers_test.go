@@ -7,7 +7,6 @@ import (
 
 	amqp "github.com/rabbitmq/amqp091-go"
 
-	"github.com/asya-sh/asya-sync/api/v1alpha1"
 	_ "github.com/asya-sh/asya-sync/internal/golden" // accepts -update like every test package
 	"github.com/asya-sh/asya-sync/internal/testenv"
 	"github.com/asya-sh/asya-sync/transport"
@@ -105,8 +104,11 @@ func cleanupRabbitQueues(t *testing.T, actors ...string) {
 			return
 		}
 		for _, actor := range actors {
-			ch.QueueDelete(v1alpha1.QueueName(actor), false, false, false)
-			ch.QueueDelete(transport.Queue{Actor: actor}.DLQName(), false, false, false)
+			q := transport.Queue{Actor: actor}
+			for _, name := range []string{q.Name(), q.DLQName()} {
+				ch.QueueDelete(name, false, false, false)
+				ch.ExchangeDelete(recordName(name), false, false)
+			}
 		}
 	})
 }

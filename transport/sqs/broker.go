@@ -37,6 +37,9 @@ const (
 
 	TagActor     = "asya.sh/actor"
 	TagNamespace = "asya.sh/namespace"
+	// TagOwner is the queue's owner record (docs/design.md#queues): the
+	// claim (transport.Queue.Claim) of the first to create or adopt it.
+	TagOwner = "asya.sh/owner"
 )
 
 // Broker manages actor queues on one SQS transport. Credentials come from
@@ -67,8 +70,8 @@ func New(ctx context.Context, name string, cfg Settings, httpClient *http.Client
 }
 
 // Ensure creates the queue (after its DLQ, when on), or updates the
-// attributes and tags of one that exists. With autoCreate or manage off it
-// only checks that the queue exists.
+// attributes and tags of one that exists and is the claim's. With
+// autoCreate or manage off it only checks that the queue exists.
 func (s *Broker) Ensure(ctx context.Context, q transport.Queue) error {
 	if !s.cfg.Queues.AutoCreateQueues() {
 		_, err := s.queueURL(ctx, q.Name())
@@ -80,6 +83,11 @@ func (s *Broker) Ensure(ctx context.Context, q transport.Queue) error {
 	}
 	attrs := s.queueAttributes(q)
 	if dlq := s.cfg.Queues.DLQ; dlq.Enabled {
+		// The queue's record first, so that nothing of another claim's is
+		// touched, its DLQ included.
+		if err := s.claimIfExists(ctx, q.Name(), q.Claim()); err != nil {
+			return err
+		}
 		retention := map[string]string{attrRetention: strconv.Itoa(int(dlq.RetentionDays) * 24 * 3600)}
 		url, err := s.createOrUpdate(ctx, q.DLQName(), "", retention, s.tags(q))
 		if err != nil {
@@ -109,6 +117,7 @@ func (s *Broker) tags(q transport.Queue) map[string]string {
 	if tags == nil {
 		tags = map[string]string{}
 	}
+	tags[TagOwner] = q.Claim()
 	tags[TagActor] = q.Actor
 	if q.Namespace != "" {
 		tags[TagNamespace] = q.Namespace
@@ -124,15 +133,39 @@ func redrivePolicy(dlqARN string, maxReceiveCount int32) string {
 	return string(policy)
 }
 
-// createOrUpdate creates the queue, or sets the attributes of one that
-// exists with other values in place: a queue is never deleted here. Tags
-// are set either way, because CreateQueue ignores them on an existing queue.
+// createOrUpdate creates the queue, recorded to the claim of tags'
+// TagOwner, or sets the attributes of one that exists with other values
+// in place once it is the claim's: a queue is never deleted here. Tags are
+// set either way, because CreateQueue ignores them on an existing queue.
 // ownDLQ is the dead-letter queue asya-sync gives it when the DLQ is on
 // ("" for a DLQ itself).
 func (s *Broker) createOrUpdate(ctx context.Context, name, ownDLQ string, attrs, tags map[string]string) (string, error) {
-	url, err := s.create(ctx, name, ownDLQ, attrs, tags)
+	url, differs, err := s.create(ctx, name, attrs, tags)
 	if err != nil {
 		return "", err
+	}
+	if err := s.claim(ctx, name, url, tags[TagOwner]); err != nil {
+		return "", err
+	}
+	if differs {
+		updates := maps.Clone(attrs)
+		if _, ok := updates[attrRedrivePolicy]; !ok && ownDLQ != "" {
+			// The DLQ is off. A policy redriving to asya-sync's own DLQ is
+			// stopped (the DLQ was turned off); one to any other queue was
+			// set by someone else and is kept: upstream's compositions
+			// redrive each actor's queue to the namespace's asya-<ns>-dlq,
+			// and an adopted queue's failed messages must keep going there.
+			target, err := s.redriveTarget(ctx, name, url)
+			if err != nil {
+				return "", err
+			}
+			if target == ownDLQ {
+				updates[attrRedrivePolicy] = ""
+			}
+		}
+		if _, err := s.client.SetQueueAttributes(ctx, &awssqs.SetQueueAttributesInput{QueueUrl: &url, Attributes: updates}); err != nil {
+			return "", s.explain(err, "updating the attributes of queue "+name)
+		}
 	}
 	if _, err := s.client.TagQueue(ctx, &awssqs.TagQueueInput{QueueUrl: &url, Tags: tags}); err != nil {
 		return "", s.explain(err, "tagging queue "+name)
@@ -140,38 +173,67 @@ func (s *Broker) createOrUpdate(ctx context.Context, name, ownDLQ string, attrs,
 	return url, nil
 }
 
-func (s *Broker) create(ctx context.Context, name, ownDLQ string, attrs, tags map[string]string) (string, error) {
+// create creates the queue with its tags, or finds the one that exists;
+// differs: it exists with other attributes.
+func (s *Broker) create(ctx context.Context, name string, attrs, tags map[string]string) (url string, differs bool, err error) {
 	out, err := s.client.CreateQueue(ctx, &awssqs.CreateQueueInput{QueueName: &name, Attributes: attrs, Tags: tags})
 	if err == nil {
 		s.urls.Store(name, aws.ToString(out.QueueUrl))
-		return aws.ToString(out.QueueUrl), nil
+		return aws.ToString(out.QueueUrl), false, nil
 	}
 	if sqsErrorCode(err) != "QueueNameExists" {
-		return "", s.explain(err, "creating queue "+name)
+		return "", false, s.explain(err, "creating queue "+name)
 	}
+	url, err = s.queueURL(ctx, name)
+	return url, true, err
+}
+
+// claim makes sure the queue is the claim's: a queue created with its
+// tags is; one without a record (created by someone else, or before
+// records existed) is recorded to it now; one recorded to another claim
+// is a *transport.Held error. SQS cannot tag a queue on a condition, so
+// two claims adopting one queue at once both write their record: each
+// reads it back, and the one whose record is gone sees the other.
+func (s *Broker) claim(ctx context.Context, name, url, claim string) error {
+	holder, err := s.holder(ctx, name, url)
+	if err == nil && holder == "" {
+		if _, err := s.client.TagQueue(ctx, &awssqs.TagQueueInput{QueueUrl: &url, Tags: map[string]string{TagOwner: claim}}); err != nil {
+			return s.explain(err, "recording the owner of queue "+name)
+		}
+		holder, err = s.holder(ctx, name, url)
+		if holder == "" { // tags may be read before the write shows
+			holder = claim
+		}
+	}
+	switch {
+	case err != nil:
+		return err
+	case holder != claim:
+		return transport.HeldError(name, holder)
+	}
+	return nil
+}
+
+// claimIfExists is claim of a queue that may not exist yet.
+func (s *Broker) claimIfExists(ctx context.Context, name, claim string) error {
 	url, err := s.queueURL(ctx, name)
+	if err == nil {
+		err = s.claim(ctx, name, url, claim)
+	}
+	if isNotFound(err) {
+		s.urls.Delete(name)
+		return nil
+	}
+	return err
+}
+
+// holder reads the queue's owner record: "" when it has none.
+func (s *Broker) holder(ctx context.Context, name, url string) (string, error) {
+	out, err := s.client.ListQueueTags(ctx, &awssqs.ListQueueTagsInput{QueueUrl: &url})
 	if err != nil {
-		return "", err
+		return "", s.explain(err, "reading the tags of queue "+name)
 	}
-	updates := maps.Clone(attrs)
-	if _, ok := updates[attrRedrivePolicy]; !ok && ownDLQ != "" {
-		// The DLQ is off. A policy redriving to asya-sync's own DLQ is
-		// stopped (the DLQ was turned off); one to any other queue was set
-		// by someone else and is kept: upstream's compositions redrive
-		// each actor's queue to the namespace's asya-<ns>-dlq, and an
-		// adopted queue's failed messages must keep going there.
-		target, err := s.redriveTarget(ctx, name, url)
-		if err != nil {
-			return "", err
-		}
-		if target == ownDLQ {
-			updates[attrRedrivePolicy] = ""
-		}
-	}
-	if _, err := s.client.SetQueueAttributes(ctx, &awssqs.SetQueueAttributesInput{QueueUrl: &url, Attributes: updates}); err != nil {
-		return "", s.explain(err, "updating the attributes of queue "+name)
-	}
-	return url, nil
+	return out.Tags[TagOwner], nil
 }
 
 // redriveTarget is the name of the queue the queue's redrive policy sends
@@ -213,23 +275,42 @@ func (s *Broker) queueURL(ctx context.Context, name string) (string, error) {
 	return aws.ToString(out.QueueUrl), nil
 }
 
-// Delete deletes the queue and its DLQ, messages and all.
+// Delete deletes the queue and its DLQ, messages and all, unless it is
+// recorded to another claim: that queue is left as it is (for the queue,
+// the error is then a *transport.Held). A queue without a record is
+// deleted, as before records existed.
 func (s *Broker) Delete(ctx context.Context, q transport.Queue) error {
+	var held error
 	for _, name := range []string{q.Name(), q.DLQName()} {
-		if err := s.deleteQueue(ctx, name); err != nil {
+		err := s.deleteQueue(ctx, name, q.Claim())
+		if _, ok := transport.HeldBy(err); ok {
+			if name == q.Name() {
+				held = err
+			}
+			continue
+		}
+		if err != nil {
 			return err
 		}
 	}
-	return nil
+	return held
 }
 
-func (s *Broker) deleteQueue(ctx context.Context, name string) error {
+func (s *Broker) deleteQueue(ctx context.Context, name, claim string) error {
 	url, err := s.queueURL(ctx, name)
+	var holder string
+	if err == nil {
+		holder, err = s.holder(ctx, name, url)
+	}
 	if isNotFound(err) {
+		s.urls.Delete(name)
 		return nil
 	}
-	if err != nil {
+	switch {
+	case err != nil:
 		return err
+	case holder != "" && holder != claim:
+		return transport.HeldError(name, holder)
 	}
 	_, err = s.client.DeleteQueue(ctx, &awssqs.DeleteQueueInput{QueueUrl: &url})
 	s.urls.Delete(name)

@@ -138,7 +138,7 @@ func TestSQSEnsureCreatesQueueWithAttributesAndTags(t *testing.T) {
 			if want := s.cfg.QueueIdentifier(q.Name()); attrs[attrQueueArn] != want {
 				t.Errorf("QueueArn = %s, want the status's %s", attrs[attrQueueArn], want)
 			}
-			wantTags := map[string]string{TagActor: actor, TagNamespace: "team-a", "team": "ml"}
+						wantTags := map[string]string{TagOwner: actor, TagActor: actor, TagNamespace: "team-a", "team": "ml"}
 			if diff := cmp.Diff(wantTags, sqsTags(t, s, q.Name())); diff != "" {
 				t.Errorf("tags (-want +got):\n%s", diff)
 			}
@@ -354,7 +354,7 @@ func TestSQSEnsureKeepsAnotherRedrivePolicy(t *testing.T) {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
 		for _, name := range []string{q.Name(), dlqName} {
-			_ = s.deleteQueue(ctx, name)
+			_ = s.deleteQueue(ctx, name, q.Claim())
 		}
 	})
 	// As upstream's SQS composition makes them.

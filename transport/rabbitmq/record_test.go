@@ -1,0 +1,209 @@
+package rabbitmq
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	amqp "github.com/rabbitmq/amqp091-go"
+
+	"github.com/asya-sh/asya-sync/internal/testenv"
+	"github.com/asya-sh/asya-sync/transport"
+)
+
+// collision is two flat claims of one queue name: namespace <ns>-b's actor
+// doubler and namespace <ns>'s actor b-doubler both name
+// asya-<ns>-b-doubler.
+type collision struct {
+	first, second transport.Queue
+}
+
+func newCollision(t *testing.T) collision {
+	t.Helper()
+	ns := testenv.ActorName("ns")
+	c := collision{
+		first:  transport.Queue{Namespace: ns + "-b", Actor: "doubler", Scoped: true},
+		second: transport.Queue{Namespace: ns, Actor: "b-doubler", Scoped: true},
+	}
+	if c.first.Name() != c.second.Name() {
+		t.Fatalf("%s and %s: not one queue", c.first.Name(), c.second.Name())
+	}
+	t.Cleanup(func() {
+		conn, err := amqp.Dial(testenv.RabbitURL())
+		if err != nil {
+			return
+		}
+		defer conn.Close()
+		ch, err := conn.Channel()
+		if err != nil {
+			return
+		}
+		for _, name := range []string{c.first.Name(), c.first.DLQName()} {
+			ch.QueueDelete(name, false, false, false)
+			ch.ExchangeDelete(recordName(name), false, false)
+		}
+		for _, q := range []transport.Queue{c.first, c.second} {
+			ch.ExchangeDelete(testExchange+"-"+q.Namespace, false, false)
+		}
+	})
+	return c
+}
+
+// send publishes as a sidecar of q's namespace does: to the namespace's
+// exchange, which it declares, under the bare actor name. Whether the
+// message reaches a queue is for the broker's bindings to say.
+func send(t *testing.T, ctx context.Context, q transport.Queue, body string) {
+	t.Helper()
+	ch := amqpChannel(t)
+	defer ch.Close()
+	exchange := testExchange + "-" + q.Namespace
+	if err := ch.ExchangeDeclare(exchange, amqp.ExchangeTopic, true, false, false, false, nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := ch.Confirm(false); err != nil {
+		t.Fatal(err)
+	}
+	confirm, err := ch.PublishWithDeferredConfirmWithContext(ctx, exchange, q.Actor, false, false,
+		amqp.Publishing{Body: []byte(body)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ok, err := confirm.WaitContext(ctx); err != nil || !ok {
+		t.Fatalf("publish to %s: not confirmed: %v", q.Namespace, err)
+	}
+}
+
+func wantHeld(t *testing.T, err error, queue, holder string) {
+	t.Helper()
+	held, ok := transport.HeldBy(err)
+	if !ok || held.Queue != queue || held.Holder != holder || transport.AsError(err).Reason != transport.ReasonQueueConflict {
+		t.Fatalf("error = %v, want QueueConflict: %s held by %s", err, queue, holder)
+	}
+}
+
+// The first claim to declare a queue owns it: the second is turned away
+// by the broker, gets no route into it and cannot delete it; once the
+// owner deletes the queue, the second claim gets a new one.
+func TestRabbitMQRecordsTheFirstClaim(t *testing.T) {
+	t.Parallel()
+	r := newBroker(t, withDLQ)
+	ctx := testenv.Context(t)
+	c := newCollision(t)
+
+	if err := r.Ensure(ctx, c.first); err != nil {
+		t.Fatal(err)
+	}
+	for range 2 { // and again, as every resync does
+		wantHeld(t, r.Ensure(ctx, c.second), c.first.Name(), c.first.Claim())
+	}
+	if err := r.Ensure(ctx, c.first); err != nil {
+		t.Fatalf("the owner's Ensure after the other's: %v", err)
+	}
+
+	send(t, ctx, c.first, "for the owner")
+	send(t, ctx, c.second, "for the other")
+	testenv.Eventually(t, 5*time.Second, "the owner's message queued", func() bool { n, _ := queueExists(t, c.first.Name()); return n >= 1 })
+	time.Sleep(200 * time.Millisecond) // a misrouted message would be there by now
+	if n, _ := queueExists(t, c.first.Name()); n != 1 {
+		t.Fatalf("%s holds %d messages, want only the owner's", c.first.Name(), n)
+	}
+
+	wantHeld(t, r.Delete(ctx, c.second), c.first.Name(), c.first.Claim())
+	if n, exists := queueExists(t, c.first.Name()); !exists || n != 1 {
+		t.Fatalf("after the other's Delete: exists=%v messages=%d, want the queue and its message kept", exists, n)
+	}
+
+	if err := r.Delete(ctx, c.first); err != nil {
+		t.Fatal(err)
+	}
+	if _, exists := queueExists(t, c.first.Name()); exists {
+		t.Fatalf("%s still exists after the owner's Delete", c.first.Name())
+	}
+	if err := r.Ensure(ctx, c.second); err != nil {
+		t.Fatalf("the other claim after the owner is gone: %v", err)
+	}
+	send(t, ctx, c.second, "for the new owner")
+	testenv.Eventually(t, 5*time.Second, "the new owner's message queued", func() bool { n, _ := queueExists(t, c.first.Name()); return n == 1 })
+}
+
+// A queue made before owner records existed, bound under both claims'
+// routes as an earlier release left it: the first claim to ensure it
+// adopts it with its messages, and the other's route is removed.
+func TestRabbitMQAdoptsAnUnrecordedQueueAndRemovesTheOtherRoute(t *testing.T) {
+	t.Parallel()
+	r := newBroker(t)
+	ctx := testenv.Context(t)
+	c := newCollision(t)
+	ch := amqpChannel(t)
+	if _, err := ch.QueueDeclare(c.first.Name(), true, false, false, false, nil); err != nil {
+		t.Fatal(err)
+	}
+	for _, q := range []transport.Queue{c.first, c.second} {
+		exchange := testExchange + "-" + q.Namespace
+		if err := ch.ExchangeDeclare(exchange, amqp.ExchangeTopic, true, false, false, false, nil); err != nil {
+			t.Fatal(err)
+		}
+		if err := ch.QueueBind(q.Name(), q.Actor, exchange, false, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	send(t, ctx, c.second, "routed before the upgrade")
+	testenv.Eventually(t, 5*time.Second, "the message queued", func() bool { n, _ := queueExists(t, c.first.Name()); return n == 1 })
+
+	if err := r.Ensure(ctx, c.first); err != nil {
+		t.Fatalf("adopting: %v", err)
+	}
+	wantHeld(t, r.Ensure(ctx, c.second), c.first.Name(), c.first.Claim())
+	send(t, ctx, c.second, "after")
+	time.Sleep(200 * time.Millisecond)
+	if n, _ := queueExists(t, c.first.Name()); n != 1 {
+		t.Fatalf("%s holds %d messages, want the 1 from before: the other claim's route is still bound", c.first.Name(), n)
+	}
+}
+
+// A queue named like another queue's dead-letter queue (a nested actor
+// named <actor>-dlq) is that queue's: the broker records DLQs too.
+func TestRabbitMQRecordsDeadLetterQueues(t *testing.T) {
+	t.Parallel()
+	r := newBroker(t, withDLQ)
+	ctx := testenv.Context(t)
+	owner := transport.Queue{Actor: testenv.ActorName("dl")}
+	namesake := transport.Queue{Actor: owner.Actor + "-dlq"}
+	cleanupRabbitQueues(t, owner.Actor, namesake.Actor)
+
+	if err := r.Ensure(ctx, owner); err != nil {
+		t.Fatal(err)
+	}
+	wantHeld(t, r.Ensure(ctx, namesake), namesake.Name(), owner.Claim())
+	wantHeld(t, r.Delete(ctx, namesake), namesake.Name(), owner.Claim())
+	if _, exists := queueExists(t, owner.DLQName()); !exists {
+		t.Fatalf("%s, the owner's DLQ, was deleted by the namesake's Delete", owner.DLQName())
+	}
+}
+
+func TestRecordedClaimReadsEveryRefusal(t *testing.T) {
+	for _, tc := range []struct{ reason, want string }{
+		{"PRECONDITION_FAILED - inequivalent arg 'alternate-exchange' for exchange 'asya-sync.owner.asya-x' in vhost '/': " +
+			"received 'b/y' but current is 'a/x'", "a/x"},
+		{"PRECONDITION_FAILED - inequivalent arg 'alternate-exchange' for exchange 'asya-sync.owner.asya-x' in vhost '/': " +
+			"received the value 'b/y' of type 'longstr' but current is the value 'echo' of type 'longstr'", "echo"},
+		{"PRECONDITION_FAILED - inequivalent arg 'type' for exchange 'asya-sync.owner.asya-x' in vhost '/': " +
+			"received 'fanout' but current is 'topic'", ""},
+		{"PRECONDITION_FAILED - inequivalent arg 'alternate-exchange' for exchange 'asya-sync.owner.asya-x' in vhost '/': " +
+			"received 'b/y' but current is none", ""},
+	} {
+		if got := recordedClaim(&amqp.Error{Code: amqp.PreconditionFailed, Reason: tc.reason}); got != tc.want {
+			t.Errorf("recordedClaim(%q) = %q, want %q", tc.reason, got, tc.want)
+		}
+	}
+	if got := recordedClaim(errors.New("not AMQP")); got != "" {
+		t.Errorf("recordedClaim of another error = %q, want none", got)
+	}
+}
+
+func TestRecordNameAgreesWithTheTests(t *testing.T) {
+	if recordName("asya-x") != testenv.OwnerRecord("asya-x") {
+		t.Errorf("recordName = %s, testenv.OwnerRecord = %s", recordName("asya-x"), testenv.OwnerRecord("asya-x"))
+	}
+}
