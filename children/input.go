@@ -55,11 +55,14 @@ type Input struct {
 	// securityContext Pod Security "restricted" asks for (a flat actor in
 	// a namespace that enforces it: its spec cannot say).
 	HardenRuntime bool
-	// Standby is set when another actor of the same name owns the queue:
-	// the workload runs no replicas and KEDA is not asked to scale it, so
-	// the actor consumes nothing, yet everything else is built and the
-	// actor takes over as soon as it owns the queue.
+	// Standby is set when another actor owns the queue: the workload runs
+	// no replicas and KEDA is not asked to scale it, so the actor consumes
+	// nothing, yet everything else is built and the actor takes over as
+	// soon as it owns the queue.
 	Standby bool
+	// Held is the broker's word that one of the actor's queues is another
+	// claim's, when that is why it stands by (AnnotationQueueHeld).
+	Held *transport.Held
 }
 
 // Label keys and values shared by all children.

@@ -129,6 +129,9 @@ func (in Input) workloadAnnotations(tmpl corev1.PodTemplateSpec) map[string]stri
 	if in.pending != "" {
 		a[AnnotationRuntimePending] = in.pending
 	}
+	if in.Held != nil {
+		a[AnnotationQueueHeld] = heldValue(in.Held)
+	}
 	return a
 }
 

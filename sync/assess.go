@@ -31,10 +31,15 @@ type assessment struct {
 	problems  []string
 	// secretProblems: referenced Secret values the transport cannot use.
 	secretProblems []string
-	// owner owns the actor's queue; standby: it is another actor, so this
-	// one neither touches the queue nor consumes from it.
-	owner   transport.Claimant
+	// owner owns the actor's queue among the actors of its claim, and mine
+	// says it is this one (transport.Owner).
+	owner transport.Claimant
+	mine  bool
+	// standby: the actor neither touches its queue nor consumes from it,
+	// because another actor of its claim owns it (mine is false) or the
+	// broker records one of its queues to another claim (held).
 	standby bool
+	held    *transport.Held
 	// scalingActive: KEDA owns the replica count; the children and the
 	// status both follow this one verdict.
 	scalingActive bool
@@ -61,18 +66,23 @@ func (h *Handler) assess(req *hook.SyncRequest) *assessment {
 		a.problems = append(a.problems, validateRuntimeUpdate(a.actor)...)
 		a.secretProblems = a.checkSecrets()
 		owner, mine := transport.Owner(a.actor, req.Related.AsyncActors.List(), h.Config.FlatActors.Transport)
-		a.owner, a.standby = owner, !mine
+		a.owner, a.mine, a.standby = owner, mine, !mine
 		if a.standby {
 			a.queue = queueConflict(a.actor, owner)
 		}
 	}
+	return a
+}
+
+// plan decides what the children are built from, once the queue step has
+// said whether the actor stands by.
+func (h *Handler) plan(a *assessment) {
 	a.scalingActive = a.actor.Spec.Scaling.On() && !a.kedaMissing() && !a.standby
 	if a.valid() {
 		a.build = children.KeepRunning(h.childrenInput(a))
 		a.template = children.PodTemplate(a.build)
 		a.checkPodSecurity()
 	}
-	return a
 }
 
 // transportOf finds the actor's transport; when it cannot be used, the
@@ -108,6 +118,7 @@ func (h *Handler) childrenInput(a *assessment) children.Input {
 		Running:                a.running(),
 		ScalingActive:          a.scalingActive,
 		Standby:                a.standby,
+		Held:                   a.held,
 	}
 	if a.actor.Spec.Generation == v1alpha1.Flat {
 		in.SidecarImage = h.Config.FlatActors.SidecarImage
@@ -133,7 +144,7 @@ func (h *Handler) endQueues(actor *v1alpha1.AsyncActor) []transport.Queue {
 
 // claim is what finalize decides the queue's fate from.
 func (h *Handler) claim(a *assessment) finalize.Claim {
-	return finalize.Claim{Actor: a.actor, Owner: a.owner, Mine: !a.standby,
+	return finalize.Claim{Actor: a.actor, Owner: a.owner, Mine: a.mine,
 		KeyedByName: a.req.Related.AsyncActors.KeyedByName(), Unmanaged: !a.transport.Kind.ManageQueues(),
 		NotCreated: a.transport.Kind.ManageQueues() && !a.transport.Kind.AutoCreateQueues(),
 		Shared:     a.actor.Spec.Generation == v1alpha1.Flat && h.Config.FlatActors.Ends(a.actor.Spec.Actor)}
@@ -149,6 +160,49 @@ func queueConflict(actor *v1alpha1.AsyncActor, owner transport.Claimant) status.
 		"queue %s on transport %q belongs to AsyncActor %s, the first actor of this name on that transport: "+
 			"this actor runs no replicas and leaves the queue alone; rename it, or delete %s to hand the queue over",
 		transport.QueueOf(actor).Name(), actor.Spec.Transport, owner, owner)}
+}
+
+// heldConflict is the status of an actor one of whose queues the broker
+// records to another claim.
+func heldConflict(actor *v1alpha1.AsyncActor, held *transport.Held) status.QueueState {
+	return status.QueueState{Reason: transport.ReasonQueueConflict, Message: fmt.Sprintf(
+		"%s on transport %q belongs to %s, which declared it first (the broker records its owner): %s",
+		queueRole(actor, held.Queue), actor.Spec.Transport, transport.DescribeClaim(held.Holder), heldAdvice(actor, held.Queue))}
+}
+
+// heldStill is the status of an actor that stood by for a queue the broker
+// recorded to another claim, when the broker cannot be asked again.
+func heldStill(actor *v1alpha1.AsyncActor, held *transport.Held, err *transport.Error) status.QueueState {
+	return status.QueueState{Reason: transport.ReasonQueueConflict, Message: fmt.Sprintf(
+		"%s on transport %q belonged to %s when the broker last answered, and the broker cannot be asked now: "+
+			"this actor keeps running no replicas until the broker says otherwise; %s",
+		queueRole(actor, held.Queue), actor.Spec.Transport, transport.DescribeClaim(held.Holder), err)}
+}
+
+// queueRole names one of the actor's queues by what it is to the actor.
+func queueRole(actor *v1alpha1.AsyncActor, queue string) string {
+	switch q := transport.QueueOf(actor); queue {
+	case q.Name():
+		return "queue " + queue
+	case q.DLQName():
+		return "dead-letter queue " + queue
+	}
+	return fmt.Sprintf("queue %s, where the routes of namespace %s end,", queue, actor.Namespace)
+}
+
+// heldAdvice says what the actor does about a held queue, and what the
+// user can do.
+func heldAdvice(actor *v1alpha1.AsyncActor, queue string) string {
+	if q := transport.QueueOf(actor); queue != q.Name() && queue != q.DLQName() {
+		return "this actor runs no replicas, so that nothing it routes there reaches that actor, " +
+			"and leaves the queue alone; rename that actor, or delete it to hand the queue over"
+	}
+	name := "metadata.name"
+	if actor.Spec.Generation == v1alpha1.Flat {
+		name = "spec.actor"
+	}
+	return fmt.Sprintf("this actor runs no replicas and leaves the queue alone; rename this actor (%s), "+
+		"or delete that one to hand the queue over", name)
 }
 
 // valid reports whether children may be built. An invalid actor keeps its

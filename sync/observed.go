@@ -53,6 +53,22 @@ func (a *assessment) observedWorkload() *status.Workload {
 	return nil
 }
 
+// heldBefore is the broker's last word on the actor's queues as its
+// observed workload of the spec's kind carries it: nil when it stood by
+// for no queue of another claim's.
+func (a *assessment) heldBefore() *transport.Held {
+	if a.actor.Spec.Workload.Kind == v1alpha1.KindStatefulSet {
+		if sts := hook.Get(a.req.Children.StatefulSets, a.actor.Name); sts != nil {
+			return children.HeldBefore(sts.Metadata.Annotations.QueueHeld)
+		}
+		return nil
+	}
+	if d := hook.Get(a.req.Children.Deployments, a.actor.Name); d != nil {
+		return children.HeldBefore(d.Metadata.Annotations.QueueHeld)
+	}
+	return nil
+}
+
 // running is the runtime the actor's pods were given, read off its
 // observed workload of the spec's kind and runtime ConfigMap; nil without
 // such a workload.

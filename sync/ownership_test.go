@@ -20,6 +20,7 @@ import (
 	"github.com/asya-sh/asya-sync/api/v1alpha1"
 	"github.com/asya-sh/asya-sync/internal/testenv"
 	hooksync "github.com/asya-sh/asya-sync/sync"
+	"github.com/asya-sh/asya-sync/transport/rabbitmq"
 )
 
 // These tests run two actors of one name in two namespaces through the
@@ -80,8 +81,16 @@ type broker interface {
 	// RabbitMQ queue, an SQS queue with default attributes and no tags.
 	declare(t *testing.T, queue string)
 	publish(t *testing.T, queue string)
+	// send sends a message as a flat actor's sidecar in namespace ns does
+	// to actor: on RabbitMQ to the namespace's exchange under the actor's
+	// name, where the bindings decide which queue gets it; on SQS to the
+	// queue asya-<ns>-<actor> by name.
+	send(t *testing.T, ns, actor string)
 	// messages is the queue's message count, or -1 when the queue is gone.
 	messages(t *testing.T, queue string) int
+	// remove deletes what a test leaves on the broker: the queues named,
+	// and on RabbitMQ their owner records and the namespaces' exchanges.
+	remove(t *testing.T, namespaces []string, queues ...string)
 }
 
 func TestOneQueueOneOwnerAcrossNamespaces(t *testing.T) {
@@ -197,6 +206,44 @@ func (r rabbit) publish(t *testing.T, queue string) { testenv.Publish(t, r.conn,
 
 func (r rabbit) messages(t *testing.T, queue string) int { return testenv.Messages(t, r.conn, queue) }
 
+func (r rabbit) send(t *testing.T, ns, actor string) {
+	t.Helper()
+	ch, err := r.conn.Channel()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ch.Close()
+	exchange := rabbitmq.DefaultExchange + "-" + ns
+	if err := ch.ExchangeDeclare(exchange, amqp.ExchangeTopic, true, false, false, false, nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := ch.Confirm(false); err != nil {
+		t.Fatal(err)
+	}
+	confirm, err := ch.PublishWithDeferredConfirmWithContext(context.Background(), exchange, actor, false, false,
+		amqp.Publishing{DeliveryMode: amqp.Persistent, Body: []byte("for " + ns + "/" + actor)})
+	if err != nil || !confirm.Wait() {
+		t.Fatalf("send to %s/%s: %v", ns, actor, err)
+	}
+}
+
+func (r rabbit) remove(t *testing.T, namespaces []string, queues ...string) {
+	t.Helper()
+	for _, q := range queues {
+		testenv.DeleteQueue(t, r.conn, q)
+	}
+	ch, err := r.conn.Channel()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ch.Close()
+	for _, ns := range namespaces {
+		if err := ch.ExchangeDelete(rabbitmq.DefaultExchange+"-"+ns, false, false); err != nil {
+			t.Errorf("delete the exchange of %s: %v", ns, err)
+		}
+	}
+}
+
 type sqsQueues struct{ client *sqs.Client }
 
 func sqsBroker(t *testing.T) broker {
@@ -247,6 +294,21 @@ func (s sqsQueues) publish(t *testing.T, queue string) {
 	// (even with no delay), so a count read at once may miss it; wait, as
 	// the RabbitMQ publish waits for the broker's confirm.
 	testenv.Eventually(t, 5*time.Second, "the message counted", func() bool { return s.messages(t, queue) > before })
+}
+
+func (s sqsQueues) send(t *testing.T, ns, actor string) {
+	s.publish(t, v1alpha1.FlatQueueName(ns, actor))
+}
+
+func (s sqsQueues) remove(t *testing.T, _ []string, queues ...string) {
+	t.Helper()
+	for _, q := range queues {
+		if url, ok := s.url(t, q); ok {
+			if _, err := s.client.DeleteQueue(context.Background(), &sqs.DeleteQueueInput{QueueUrl: aws.String(url)}); err != nil {
+				t.Errorf("delete %s: %v", q, err)
+			}
+		}
+	}
 }
 
 func (s sqsQueues) messages(t *testing.T, queue string) int {

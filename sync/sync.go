@@ -43,6 +43,7 @@ func (h *Handler) Answer(ctx context.Context, req *hook.SyncRequest) (*hook.Resp
 	case a.found && !a.standby:
 		a.queue, a.retryAfter = h.ensureQueue(ctx, a)
 	}
+	h.plan(a)
 	kids, err := a.children()
 	if err != nil {
 		return nil, err
@@ -56,6 +57,7 @@ func (h *Handler) Answer(ctx context.Context, req *hook.SyncRequest) (*hook.Resp
 func (h *Handler) Render(actor *v1alpha1.AsyncActor) ([]map[string]any, error) {
 	kedaInstalled := hook.ObservedChildren{ScaledObjects: hook.Group[hook.ScaledObject]{}}
 	a := h.assess(&hook.SyncRequest{Actor: actor, Children: kedaInstalled})
+	h.plan(a)
 	if !a.found {
 		return nil, fmt.Errorf("%s/%s: %s", actor.Namespace, actor.Name, a.queue.Message)
 	}
@@ -73,8 +75,11 @@ func (h *Handler) Render(actor *v1alpha1.AsyncActor) ([]map[string]any, error) {
 	return kids, nil
 }
 
-// ensureQueue makes the actor's queue exist and reads its counts. Failing
-// counts never fail the sync: they are just left out.
+// ensureQueue makes the actor's queues exist (a flat actor's namespace's
+// sink and sump, then its own) and reads its counts. Failing counts never
+// fail the sync: they are just left out. A queue the broker records to
+// another claim makes the actor stand by; so does a broker that cannot be
+// asked, when the broker's last answer was that (standBy).
 // The duration returned is the broker's own retry hint, if any.
 func (h *Handler) ensureQueue(ctx context.Context, a *assessment) (status.QueueState, time.Duration) {
 	broker, state, ok := h.broker(a)
@@ -82,22 +87,53 @@ func (h *Handler) ensureQueue(ctx context.Context, a *assessment) (status.QueueS
 		return state, 0
 	}
 	q := transport.QueueOf(a.actor)
+	var held []*transport.Held
 	err := transport.Attempt(ctx, func(ctx context.Context) error {
-		for _, end := range append(h.endQueues(a.actor), q) {
-			if err := broker.Ensure(ctx, end); err != nil {
+		for _, each := range append(h.endQueues(a.actor), q) {
+			err := broker.Ensure(ctx, each)
+			if h, ok := transport.HeldBy(err); ok {
+				held = append(held, h)
+			} else if err != nil {
 				return err
 			}
+		}
+		if len(held) > 0 {
+			return nil
 		}
 		if counts, err := broker.Counts(ctx, q); err == nil {
 			state.Queued, state.Processing = counts.Queued, counts.Processing
 		}
 		return nil
 	})
+	if standing, ok := a.standBy(held, err); ok {
+		return standing, 0
+	}
 	if err != nil {
 		return status.QueueState{Reason: err.Reason, Message: err.Error()}, err.RetryAfter
 	}
 	state.Ready = true
 	return state, 0
+}
+
+// standBy decides, from the queue step's outcome, whether the actor stands
+// by for a queue the broker records to another claim: its own queue if
+// that is held, else the last held of its namespace's. Without an answer from
+// the broker, the last one stands (children.AnnotationQueueHeld): a
+// sidecar started now would consume the other claim's messages once the
+// broker is back.
+func (a *assessment) standBy(held []*transport.Held, err *transport.Error) (status.QueueState, bool) {
+	switch {
+	case len(held) > 0:
+		a.held = held[len(held)-1] // the actor's own queue is ensured last
+		a.standby = true
+		return heldConflict(a.actor, a.held), true
+	case err != nil:
+		if a.held = a.heldBefore(); a.held != nil {
+			a.standby = true
+			return heldStill(a.actor, a.held, err), true
+		}
+	}
+	return status.QueueState{}, false
 }
 
 // broker is the broker of the actor's transport. Without one (ok false)

@@ -113,6 +113,8 @@ type Workload[S any] struct {
 		Annotations struct {
 			// TemplateHash is children.AnnotationTemplateHash.
 			TemplateHash string `json:"asya.sh/template-hash"`
+			// QueueHeld is children.AnnotationQueueHeld.
+			QueueHeld string `json:"asya.sh/queue-held-by"`
 		} `json:"annotations"`
 	} `json:"metadata"`
 	Spec struct {

@@ -31,6 +31,10 @@ type Answers struct {
 	EnsureError *Failure          `json:"ensureError,omitempty"`
 	DeleteError *Failure          `json:"deleteError,omitempty"`
 	Counts      *transport.Counts `json:"counts,omitempty"`
+	// Owners are the broker's owner records, queue name to claim: an
+	// Ensure or Delete of a queue recorded to another claim answers
+	// transport.Held.
+	Owners map[string]string `json:"owners,omitempty"`
 }
 
 // Broker answers every transport name with the same scripted broker.
@@ -50,27 +54,50 @@ func (b *Broker) Calls() []string {
 	return append([]string{}, b.calls...)
 }
 
-func (b *Broker) record(op string, q transport.Queue) {
+func (b *Broker) record(op string, q transport.Queue, err error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	b.calls = append(b.calls, op+" "+q.Name()+" for "+q.Namespace+"/"+q.Actor)
+	call := op + " " + q.Name() + " for " + q.Namespace + "/" + q.Actor
+	if held, ok := transport.HeldBy(err); ok {
+		call += ": refused, " + held.Queue + " is " + held.Holder + "'s"
+	}
+	b.calls = append(b.calls, call)
+}
+
+// held is the refusal of one of the queues named, recorded to another
+// claim than q's.
+func (b *Broker) held(q transport.Queue, names ...string) error {
+	for _, name := range names {
+		if holder, ok := b.answers.Owners[name]; ok && holder != q.Claim() {
+			return transport.HeldError(name, holder)
+		}
+	}
+	return nil
 }
 
 // Get implements transport.Lookup.
 func (b *Broker) Get(string) (transport.Broker, bool) { return b, true }
 
 func (b *Broker) Ensure(_ context.Context, q transport.Queue) error {
-	b.record("ensure", q)
-	return b.answers.EnsureError.err()
+	err := b.answers.EnsureError.err()
+	if err == nil {
+		err = b.held(q, q.Name(), q.DLQName())
+	}
+	b.record("ensure", q, err)
+	return err
 }
 
 func (b *Broker) Delete(_ context.Context, q transport.Queue) error {
-	b.record("delete", q)
-	return b.answers.DeleteError.err()
+	err := b.answers.DeleteError.err()
+	if err == nil {
+		err = b.held(q, q.Name()) // a held DLQ is left without a word, as the brokers do
+	}
+	b.record("delete", q, err)
+	return err
 }
 
 func (b *Broker) Counts(_ context.Context, q transport.Queue) (transport.Counts, error) {
-	b.record("counts", q)
+	b.record("counts", q, nil)
 	if b.answers.Counts == nil {
 		return transport.Counts{}, nil
 	}
