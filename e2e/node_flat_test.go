@@ -334,3 +334,96 @@ func flatStatus(t *testing.T, e envelope) flatEnded {
 	got.raw = string(e.Raw)
 	return got
 }
+
+// TestNodeFlatQueueConflict: namespace X's actor b-doubler and namespace
+// X-b's actor doubler name one queue, asya-X-b-doubler. X-b's, first,
+// owns it; X's stands by, QueueConflict naming the owner, with no pod and
+// no route into the queue, so a message for the owner waits there for the
+// owner alone. Deleting X's actor leaves the queue and the message, which
+// the owner then processes to its namespace's sink.
+func TestNodeFlatQueueConflict(t *testing.T) {
+	d := nodeDriver(t)
+	ctx := context.Background()
+	b := nodeBrokers[0]
+	rabbit := testenv.Rabbit(t)
+	x := nodeNamespace(t, ctx, "node-e2e-flat-own", nil)
+	xb := nodeNamespace(t, ctx, x+"-b", nil)
+	queue := "asya-" + xb + "-doubler"
+	sink := flatEnd(t, ctx, b, xb, "x-sink")
+
+	owner := flatActor(xb, "doubler", "", "handlers.process")
+	mapAt(owner, "spec")["replicas"] = 0 // its message waits in the queue
+	runActor(t, ctx, d, owner)
+	awaitActor(t, ctx, d, xb, "doubler", time.Minute, "its queue ensured", func(s obj) error {
+		if reason, message := condition(s, "TransportReady"); reason != "QueueReady" {
+			return fmt.Errorf("TransportReady %s: %s", reason, message)
+		}
+		return nil
+	})
+
+	runActor(t, ctx, d, flatActor(x, "b-doubler", "", "handlers.process"))
+	awaitStatus(t, ctx, d, x, "b-doubler", "TransportError", time.Minute, func(s obj) error {
+		if reason, message := condition(s, "TransportReady"); reason != "QueueConflict" || !strings.Contains(message, "actor doubler of namespace "+xb) {
+			return fmt.Errorf("TransportReady %s: %s", reason, message)
+		}
+		return nil
+	})
+	deployments := gvr{APIVersion: "apps/v1", Resource: "deployments", Kind: "Deployment", Namespaced: true}
+	if dep, err := env.cluster.client.get(ctx, deployments, x, "b-doubler"); err != nil || fmt.Sprint(field(dep, "spec", "replicas")) != "0" {
+		t.Fatalf("%s/b-doubler's Deployment: %v, replicas %v; want 0", x, err, field(dep, "spec", "replicas"))
+	}
+
+	m := flatMessage(obj{"n": 1}, "doubler")
+	sendFlat(t, ctx, b, xb, "doubler", m)
+	// X's route to b-doubler ends nowhere: its sync bound nothing.
+	sendFlat(t, ctx, b, x, "b-doubler", flatMessage(obj{"n": 2}, "b-doubler"))
+	time.Sleep(time.Second)
+	wantMessages(t, rabbit, queue, 1, "with the owner scaled to zero")
+	if pods, _ := env.cluster.client.list(ctx, podsGVR, x, "asya.sh/asya=b-doubler"); len(pods) > 0 {
+		t.Fatalf("%s/b-doubler, standing by, has %d pods", x, len(pods))
+	}
+
+	if err := env.cluster.client.delete(ctx, d.parent, x, "b-doubler"); err != nil {
+		t.Fatal(err)
+	}
+	awaitGone(t, ctx, d, x, "b-doubler")
+	wantMessages(t, rabbit, queue, 1, "after "+x+"/b-doubler was deleted")
+
+	setReplicas(t, ctx, d, xb, "doubler", 1)
+	got := sink.await(t, ctx, 2*time.Minute, m["id"].(string))[m["id"].(string)][0]
+	if !strings.Contains(string(got.Raw), `"n":1`) {
+		t.Errorf("%s's sink got %s, want the owner's message", xb, got.Raw)
+	}
+}
+
+// awaitGone waits until the actor is finalized and gone.
+func awaitGone(t *testing.T, ctx context.Context, d *driver, ns, name string) {
+	t.Helper()
+	deadline := time.Now().Add(time.Minute)
+	for time.Now().Before(deadline) {
+		if _, err := env.cluster.client.get(ctx, d.parent, ns, name); isStatus(err, 404) {
+			return
+		}
+		time.Sleep(250 * time.Millisecond)
+	}
+	t.Fatalf("actor %s/%s still there a minute after delete: %s", ns, name, mustJSON(actorStatus(t, ctx, d, ns, name)))
+}
+
+// setReplicas sets a flat actor's spec.replicas.
+func setReplicas(t *testing.T, ctx context.Context, d *driver, ns, name string, n int) {
+	t.Helper()
+	for attempt := 0; ; attempt++ {
+		a, err := env.cluster.client.get(ctx, d.parent, ns, name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		mapAt(a, "spec")["replicas"] = n
+		_, err = env.cluster.client.do(ctx, "PUT", d.parent.path(ns, name), a, "application/json")
+		if err == nil {
+			return
+		}
+		if !isStatus(err, 409) || attempt > 5 {
+			t.Fatalf("update %s: %v", name, err)
+		}
+	}
+}
