@@ -107,7 +107,7 @@ func cleanupRabbitQueues(t *testing.T, actors ...string) {
 			q := transport.Queue{Actor: actor}
 			for _, name := range []string{q.Name(), q.DLQName()} {
 				ch.QueueDelete(name, false, false, false)
-				ch.ExchangeDelete(recordName(name), false, false)
+				ch.ExchangeDelete(OwnerRecord(name), false, false)
 			}
 		}
 	})

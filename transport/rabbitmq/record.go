@@ -25,20 +25,21 @@ import (
 // passively, is declared as before.
 const recordPrefix = "asya-sync.owner."
 
-func recordName(queue string) string { return recordPrefix + queue }
+// OwnerRecord is the name of the queue's owner record.
+func OwnerRecord(queue string) string { return recordPrefix + queue }
 
 // claim declares the queue's owner record for claim; a record of another
 // claim is a *transport.Held error. A queue without a record is claimed
 // by the first claim to declare one: the record may come before the queue
 // or long after it (queues created before records existed).
 func claim(ch *amqp.Channel, queue, claim string) error {
-	err := ch.ExchangeDeclare(recordName(queue), amqp.ExchangeFanout, true, false, true, false,
+	err := ch.ExchangeDeclare(OwnerRecord(queue), amqp.ExchangeFanout, true, false, true, false,
 		amqp.Table{"alternate-exchange": claim})
 	switch {
 	case isAMQPCode(err, amqp.PreconditionFailed):
 		return transport.HeldError(queue, recordedClaim(err))
 	case err != nil:
-		return &amqpStepError{kind: "owner record", name: recordName(queue), err: err}
+		return &amqpStepError{kind: "owner record", name: OwnerRecord(queue), err: err}
 	}
 	return nil
 }
@@ -47,8 +48,8 @@ func claim(ch *amqp.Channel, queue, claim string) error {
 // queue goes first: while the record stays, no other claim can bind to a
 // queue that still holds the owner's messages.
 func unclaim(ch *amqp.Channel, queue string) error {
-	if err := ch.ExchangeDelete(recordName(queue), false, false); err != nil && !isAMQPCode(err, amqp.NotFound) {
-		return &amqpStepError{kind: "owner record", name: recordName(queue), err: err}
+	if err := ch.ExchangeDelete(OwnerRecord(queue), false, false); err != nil && !isAMQPCode(err, amqp.NotFound) {
+		return &amqpStepError{kind: "owner record", name: OwnerRecord(queue), err: err}
 	}
 	return nil
 }

@@ -41,7 +41,7 @@ func newCollision(t *testing.T) collision {
 		}
 		for _, name := range []string{c.first.Name(), c.first.DLQName()} {
 			ch.QueueDelete(name, false, false, false)
-			ch.ExchangeDelete(recordName(name), false, false)
+			ch.ExchangeDelete(OwnerRecord(name), false, false)
 		}
 		for _, q := range []transport.Queue{c.first, c.second} {
 			ch.ExchangeDelete(testExchange+"-"+q.Namespace, false, false)
@@ -203,7 +203,7 @@ func TestRecordedClaimReadsEveryRefusal(t *testing.T) {
 }
 
 func TestRecordNameAgreesWithTheTests(t *testing.T) {
-	if recordName("asya-x") != testenv.OwnerRecord("asya-x") {
-		t.Errorf("recordName = %s, testenv.OwnerRecord = %s", recordName("asya-x"), testenv.OwnerRecord("asya-x"))
+	if OwnerRecord("asya-x") != testenv.OwnerRecord("asya-x") {
+		t.Errorf("OwnerRecord = %s, testenv.OwnerRecord = %s", OwnerRecord("asya-x"), testenv.OwnerRecord("asya-x"))
 	}
 }

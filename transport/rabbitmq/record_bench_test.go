@@ -1,0 +1,133 @@
+package rabbitmq
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"os"
+	"testing"
+
+	amqp "github.com/rabbitmq/amqp091-go"
+
+	"github.com/asya-sh/asya-sync/internal/testenv"
+	"github.com/asya-sh/asya-sync/transport"
+)
+
+// BenchmarkRabbitMQEnsure measures what an Ensure costs the service
+// against the real broker (docs/performance.md#owner-records): a new queue,
+// an existing one (a steady actor's ensure once the cache has expired),
+// one another claim holds (a standby actor's every sync), and the owner
+// record's declare alone, which the first two include.
+func BenchmarkRabbitMQEnsure(b *testing.B) {
+	testenv.NeedRabbitMQ(b)
+	r := New("bench-"+testenv.ActorName("conn"), Settings{Host: "127.0.0.1", Port: DefaultPort, VHost: DefaultVHost,
+		Username: DefaultUsername, Exchange: testExchange}, nil)
+	b.Cleanup(func() { r.Close() })
+	ctx := context.Background()
+	var made []string
+	b.Cleanup(func() { deleteQueuesAndRecords(made) })
+	ensure := func(b *testing.B, q transport.Queue) {
+		if err := r.Ensure(ctx, q); err != nil {
+			b.Fatal(err)
+		}
+	}
+
+	b.Run("new queue", func(b *testing.B) {
+		prefix := testenv.ActorName("new")
+		for i := 0; i < b.N; i++ {
+			q := transport.Queue{Actor: fmt.Sprintf("%s-%d", prefix, i)}
+			made = append(made, q.Name())
+			ensure(b, q)
+		}
+	})
+	owner := transport.Queue{Actor: testenv.ActorName("again")}
+	made = append(made, owner.Name())
+	ensure(b, owner)
+	b.Run("existing queue", func(b *testing.B) {
+		for i := 0; i < b.N; i++ {
+			ensure(b, owner)
+		}
+	})
+	rival := transport.Queue{Namespace: "bench", Actor: "x", Scoped: true}
+	held := transport.Queue{Actor: rival.Name()[len("asya-"):]} // a nested actor naming the flat queue
+	made = append(made, rival.Name())
+	ensure(b, rival)
+	b.Run("held queue", func(b *testing.B) {
+		for i := 0; i < b.N; i++ {
+			if _, ok := transport.HeldBy(r.Ensure(ctx, held)); !ok {
+				b.Fatalf("%s: not held by %s", held.Name(), rival.Claim())
+			}
+		}
+	})
+	b.Run("owner record alone", func(b *testing.B) {
+		ch, err := testenv.Rabbit(b).Channel()
+		if err != nil {
+			b.Fatal(err)
+		}
+		prefix := testenv.ActorName("record")
+		b.ResetTimer()
+		for i := 0; i < b.N; i++ {
+			queue := fmt.Sprintf("asya-%s-%d", prefix, i)
+			made = append(made, queue)
+			if err := claim(ch, queue, "bench"); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}
+
+// TestOwnerRecordMemory measures the broker's memory for 1000 owner
+// records (ASYA_MEASURE=1; docs/performance.md#owner-records): the node's
+// metadata store (mnesia, where an exchange is a row), as the management
+// API reports it, before and after. The node's RSS moves by more than
+// that between two reads.
+func TestOwnerRecordMemory(t *testing.T) {
+	if os.Getenv("ASYA_MEASURE") != "1" {
+		t.Skip("a measurement: ASYA_MEASURE=1")
+	}
+	testenv.NeedRabbitManagement(t)
+	const n = 1000
+	var nodes []struct {
+		Name string `json:"name"`
+	}
+	testenv.Management(t, http.MethodGet, "/api/nodes", &nodes)
+	mnesia := func() int64 {
+		var node struct {
+			Memory struct {
+				Mnesia int64 `json:"mnesia"`
+			} `json:"memory"`
+		}
+		testenv.Management(t, http.MethodGet, "/api/nodes/"+nodes[0].Name+"?memory=true", &node)
+		return node.Memory.Mnesia
+	}
+	ch := amqpChannel(t)
+	prefix := testenv.ActorName("mem")
+	var made []string
+	t.Cleanup(func() { deleteQueuesAndRecords(made) })
+	before := mnesia()
+	for i := range n {
+		queue := fmt.Sprintf("asya-%s-%d", prefix, i)
+		made = append(made, queue)
+		if err := claim(ch, queue, "team-a/"+queue); err != nil {
+			t.Fatal(err)
+		}
+	}
+	after := mnesia()
+	t.Logf("%d owner records: mnesia %d → %d bytes, %d bytes per record", n, before, after, (after-before)/n)
+}
+
+func deleteQueuesAndRecords(queues []string) {
+	conn, err := amqp.Dial(testenv.RabbitURL())
+	if err != nil {
+		return
+	}
+	defer conn.Close()
+	ch, err := conn.Channel()
+	if err != nil {
+		return
+	}
+	for _, q := range queues {
+		ch.QueueDelete(q, false, false, false)
+		ch.ExchangeDelete(OwnerRecord(q), false, false)
+	}
+}
