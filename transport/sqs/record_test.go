@@ -2,6 +2,10 @@ package sqs
 
 import (
 	"context"
+	"net/http"
+	"slices"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -89,4 +93,89 @@ func TestSQSAdoptsAnUnrecordedQueue(t *testing.T) {
 	if n := sqsAttributes(t, s, first.Name())[attrReady]; n != "1" {
 		t.Errorf("%s holds %s messages, want the 1 from before", first.Name(), n)
 	}
+}
+
+// countingClient counts SQS's API calls by action.
+type countingClient struct {
+	mu    sync.Mutex
+	calls []string
+}
+
+func (c *countingClient) RoundTrip(req *http.Request) (*http.Response, error) {
+	action := strings.TrimPrefix(req.Header.Get("X-Amz-Target"), "AmazonSQS.")
+	c.mu.Lock()
+	c.calls = append(c.calls, action)
+	c.mu.Unlock()
+	return http.DefaultTransport.RoundTrip(req)
+}
+
+func (c *countingClient) take() []string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	out := c.calls
+	c.calls = nil
+	return out
+}
+
+// TestSQSEnsureCalls: what the owner record costs an Ensure, as
+// docs/performance.md#owner-records counts it: a ListQueueTags per queue,
+// and with the DLQ on one more for the queue before its DLQ is touched
+// (unless the queue is new); and a queue another claim holds is written
+// nothing.
+func TestSQSEnsureCalls(t *testing.T) {
+	testenv.NeedSQS(t)
+	for _, tc := range []struct {
+		name                   string
+		dlq                    bool
+		readsFirst, readsAgain int
+	}{
+		{"DLQ off", false, 1, 1},
+		{"DLQ on", true, 2, 3},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			counter := &countingClient{}
+			cfg := sqsConfig()
+			cfg.Queues.DLQ.Enabled = tc.dlq
+			s, err := New(context.Background(), "sqs-calls", cfg, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			s.client = awssqs.New(s.client.Options(), func(o *awssqs.Options) { o.HTTPClient = &http.Client{Transport: counter} })
+			ctx := testenv.Context(t)
+			first, second := sqsCollision(t, s)
+			for _, step := range []struct {
+				what  string
+				q     transport.Queue
+				reads int
+			}{
+				{"a new queue", first, tc.readsFirst},
+				{"the same queue again", first, tc.readsAgain},
+				{"the queue, by another claim", second, 1},
+			} {
+				err := s.Ensure(ctx, step.q)
+				_, held := transport.HeldBy(err)
+				if err != nil && !held {
+					t.Fatal(err)
+				}
+				calls := counter.take()
+				t.Logf("%s: %v", step.what, calls)
+				if n := count(calls, "ListQueueTags"); n != step.reads {
+					t.Errorf("%s: %d ListQueueTags, want %d (calls %v)", step.what, n, step.reads, calls)
+				}
+				if writes := count(calls, "TagQueue", "SetQueueAttributes", "DeleteQueue"); held && writes > 0 {
+					t.Errorf("%s: %d writes to a queue another claim holds (calls %v)", step.what, writes, calls)
+				}
+			}
+		})
+	}
+}
+
+func count(calls []string, actions ...string) int {
+	n := 0
+	for _, c := range calls {
+		if slices.Contains(actions, c) {
+			n++
+		}
+	}
+	return n
 }
