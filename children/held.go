@@ -8,7 +8,7 @@ import (
 
 // AnnotationQueueHeld is on the workload of an actor that stands by
 // because the broker records one of its queues to another claim
-// (docs/design.md#queues): "<queue>=<claim>". Only the broker can say
+// (docs/design.md#owner-records): "<queue>=<claim>". Only the broker can say
 // whether that is still so; while it cannot be asked, the sync reads the
 // last answer here and keeps the actor standing by, since a sidecar
 // started meanwhile would consume the other claim's messages as soon as

@@ -51,7 +51,7 @@ type Claim struct {
 // Release is the queue step of an actor being deleted, on the broker of
 // its configured transport (brokers nil: none is touched, as in render).
 // The queue is deleted unless it is not the actor's to delete (Kept), or
-// the broker records it to another claim of its name (transport.Held).
+// the broker records it to another claim (transport.Held).
 // Ready means the queue is confirmed gone or kept on purpose, and the actor
 // is then finalized at once: its children need no waiting for, since
 // garbage collection removes them through their owner references, and the

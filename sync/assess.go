@@ -171,11 +171,11 @@ func heldConflict(actor *v1alpha1.AsyncActor, held *transport.Held) status.Queue
 }
 
 // heldStill is the status of an actor that stood by for a queue the broker
-// recorded to another claim, when the broker cannot be asked again.
+// recorded to another claim, when the broker does not say again.
 func heldStill(actor *v1alpha1.AsyncActor, held *transport.Held, err *transport.Error) status.QueueState {
 	return status.QueueState{Reason: transport.ReasonQueueConflict, Message: fmt.Sprintf(
-		"%s on transport %q belonged to %s when the broker last answered, and the broker cannot be asked now: "+
-			"this actor keeps running no replicas until the broker says otherwise; %s",
+		"%s on transport %q was recorded to %s when the broker last answered, and the broker has not answered otherwise since: "+
+			"this actor keeps running no replicas until it does; %s",
 		queueRole(actor, held.Queue), actor.Spec.Transport, transport.DescribeClaim(held.Holder), err)}
 }
 

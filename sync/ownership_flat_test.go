@@ -55,8 +55,8 @@ func (a flatActor) answer(t *testing.T, h *hooksync.Handler) *hook.Response {
 
 func (a flatActor) deleted() flatActor { a.deleting = true; return a }
 
-// wantHeld checks that resp stands a by for a queue another namespace's
-// actor owns: QueueConflict naming the owner, no replicas.
+// wantHeld checks that a, answered resp, stands by for a queue another
+// namespace's actor owns: QueueConflict naming the owner, no replicas.
 func wantHeld(t *testing.T, resp *hook.Response, a flatActor, owner string) {
 	t.Helper()
 	c := condition(resp, "TransportReady")

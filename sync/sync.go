@@ -106,6 +106,9 @@ func (h *Handler) ensureQueue(ctx context.Context, a *assessment) (status.QueueS
 		return nil
 	})
 	if standing, ok := a.standBy(held, err); ok {
+		if err != nil {
+			return standing, err.RetryAfter
+		}
 		return standing, 0
 	}
 	if err != nil {
