@@ -120,14 +120,19 @@ func (h *Handler) ensureQueue(ctx context.Context, a *assessment) (status.QueueS
 
 // standBy decides, from the queue step's outcome, whether the actor stands
 // by for a queue the broker records to another claim: its own queue if
-// that is held, else the last held of its namespace's. Without an answer from
+// that is held, else the first held of its namespace's. Without an answer from
 // the broker, the last one stands (children.AnnotationQueueHeld): a
 // sidecar started now would consume the other claim's messages once the
 // broker is back.
 func (a *assessment) standBy(held []*transport.Held, err *transport.Error) (status.QueueState, bool) {
 	switch {
 	case len(held) > 0:
-		a.held = held[len(held)-1] // the actor's own queue is ensured last
+		a.held = held[0]
+		for _, h := range held {
+			if h.Queue == transport.QueueOf(a.actor).Name() {
+				a.held = h
+			}
+		}
 		a.standby = true
 		return heldConflict(a.actor, a.held), true
 	case err != nil:
