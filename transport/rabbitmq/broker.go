@@ -129,7 +129,9 @@ func (r *Broker) queueArgs(q transport.Queue) amqp.Table {
 
 // Delete deletes the queue and its DLQ, messages and all, each with its
 // owner record, unless the record is another claim's: that queue is left
-// as it is (for the queue, the error is then a *transport.Held).
+// as it is (for the queue, the error is then a *transport.Held). A
+// transport that does not create its queues records none, so it deletes
+// (asked to by the actor's deletion policy) without asking.
 func (r *Broker) Delete(ctx context.Context, q transport.Queue) error {
 	var held error
 	for _, name := range []string{q.Name(), q.DLQName()} {
@@ -152,16 +154,19 @@ func (r *Broker) Delete(ctx context.Context, q transport.Queue) error {
 // answers not-found instead closes the channel, so the record goes on a
 // new one.
 func (r *Broker) deleteClaimed(ctx context.Context, queue, claimed string) error {
+	records := r.cfg.Queues.AutoCreateQueues()
 	err := r.withChannel(ctx, func(ch *amqp.Channel) error {
-		if err := claim(ch, queue, claimed); err != nil {
-			return err
+		if records {
+			if err := claim(ch, queue, claimed); err != nil {
+				return err
+			}
 		}
 		if _, err := ch.QueueDelete(queue, false, false, false); err != nil && !isAMQPCode(err, amqp.NotFound) {
 			return &amqpStepError{kind: "queue", name: queue, err: err}
 		}
 		return nil
 	})
-	if err == nil {
+	if err == nil && records {
 		err = r.withChannel(ctx, func(ch *amqp.Channel) error { return unclaim(ch, queue) })
 	}
 	return r.explain(ctx, err)

@@ -207,3 +207,28 @@ func TestRecordNameAgreesWithTheTests(t *testing.T) {
 		t.Errorf("OwnerRecord = %s, testenv.OwnerRecord = %s", OwnerRecord("asya-x"), testenv.OwnerRecord("asya-x"))
 	}
 }
+
+// A transport that does not create its queues records none: deleting a
+// queue there (the actor's deletion policy says Delete) leaves no record
+// behind and needs no permission on records.
+func TestRabbitMQDeleteWithoutAutoCreateRecordsNothing(t *testing.T) {
+	t.Parallel()
+	r := newBroker(t, withoutAutoCreate)
+	ctx := testenv.Context(t)
+	q := transport.Queue{Actor: testenv.ActorName("norecord")}
+	cleanupRabbitQueues(t, q.Actor)
+	if _, err := amqpChannel(t).QueueDeclare(q.Name(), true, false, false, false, nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Delete(ctx, q); err != nil {
+		t.Fatal(err)
+	}
+	if _, exists := queueExists(t, q.Name()); exists {
+		t.Errorf("%s still exists", q.Name())
+	}
+	ch := amqpChannel(t)
+	defer ch.Close()
+	if err := ch.ExchangeDeclarePassive(OwnerRecord(q.Name()), amqp.ExchangeFanout, true, false, true, false, nil); !isAMQPCode(err, amqp.NotFound) {
+		t.Errorf("the owner record of %s: %v, want none", q.Name(), err)
+	}
+}

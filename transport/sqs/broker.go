@@ -278,7 +278,9 @@ func (s *Broker) queueURL(ctx context.Context, name string) (string, error) {
 // Delete deletes the queue and its DLQ, messages and all, unless it is
 // recorded to another claim: that queue is left as it is (for the queue,
 // the error is then a *transport.Held). A queue without a record is
-// deleted, as before records existed.
+// deleted, as before records existed; a transport that does not create
+// its queues records none, and deletes (asked to by the actor's deletion
+// policy) without reading one.
 func (s *Broker) Delete(ctx context.Context, q transport.Queue) error {
 	var held error
 	for _, name := range []string{q.Name(), q.DLQName()} {
@@ -299,7 +301,7 @@ func (s *Broker) Delete(ctx context.Context, q transport.Queue) error {
 func (s *Broker) deleteQueue(ctx context.Context, name, claim string) error {
 	url, err := s.queueURL(ctx, name)
 	var holder string
-	if err == nil {
+	if err == nil && s.cfg.Queues.AutoCreateQueues() {
 		holder, err = s.holder(ctx, name, url)
 	}
 	if isNotFound(err) {
