@@ -177,6 +177,30 @@ func TestCachedKeysOnNamespace(t *testing.T) {
 	}
 }
 
+// A nested and a flat actor of one name in one namespace have two queues
+// (asya-x, asya-team-x): concurrent ensures of both each reach the broker.
+func TestCachedSharesNoCallBetweenDifferentQueues(t *testing.T) {
+	broker := &countingTransport{release: make(chan struct{})}
+	cached := NewCached(broker, time.Minute, newFakeClock().Now)
+	var wg sync.WaitGroup
+	for _, q := range []Queue{{Actor: "x", Namespace: "team"}, {Actor: "x", Namespace: "team", Scoped: true}} {
+		wg.Go(func() {
+			if err := cached.Ensure(context.Background(), q); err != nil {
+				t.Error(err)
+			}
+		})
+	}
+	deadline := time.Now().Add(2 * time.Second)
+	for broker.ensures.Load() < 2 && time.Now().Before(deadline) {
+		time.Sleep(time.Millisecond)
+	}
+	close(broker.release)
+	wg.Wait()
+	if got := broker.ensures.Load(); got != 2 {
+		t.Errorf("%d broker calls for concurrent ensures of asya-x and asya-team-x, want 2", got)
+	}
+}
+
 // cachedEntries is the number of remembered queues.
 func (c *Cached) cachedEntries() int {
 	c.mu.Lock()
