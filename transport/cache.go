@@ -174,7 +174,8 @@ func (c *Cached) forget(queue string) {
 // key tells apart ensures that must not share a broker call: the same
 // queue claimed from two namespaces, or with other settings, and queues
 // of one actor and namespace that are different queues (a nested actor's
-// asya-<name>, a flat one's asya-<namespace>-<actor>).
+// asya-<name>, a flat one's asya-<namespace>-<actor>, the namespace's
+// asya-<namespace>.unroutable).
 func (q Queue) key() string {
-	return fmt.Sprintf("%s\x00%s\x00%d\x00%t", q.Actor, q.Namespace, q.ProcessingTimeout, q.Scoped)
+	return fmt.Sprintf("%s\x00%s\x00%d\x00%t\x00%t", q.Actor, q.Namespace, q.ProcessingTimeout, q.Scoped, q.Unroutable)
 }

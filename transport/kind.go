@@ -52,6 +52,19 @@ type SecretChecker interface {
 	CheckSecret(ref SecretKeyRef, value []byte) error
 }
 
+// Catcher is implemented by the kinds whose broker drops, and tells no
+// one, a message published for no queue: RabbitMQ, whose sidecars and
+// gateway publish to a topic exchange without mandatory, keyed by actor
+// name. Such a message (a route naming no actor, or an actor since
+// deleted) goes instead to a queue that catches it, which the broker's
+// Ensure sets up and Counts counts (docs/design.md#unroutable-messages).
+type Catcher interface {
+	// Catches are the catching queues of the exchanges q's actor and its
+	// gateway publish to; none, and why not, when the transport cannot set
+	// them up.
+	Catches(q Queue) (catches []Queue, uncaught string)
+}
+
 // Addresser is implemented by the kinds whose queues have an address
 // beside their name (SQS), for the status of flat actors, which upstream
 // gives both.

@@ -30,11 +30,28 @@ type Queue struct {
 	// publishes to an exchange of the namespace's own (its routing key
 	// carries no namespace).
 	Scoped bool
+	// Unroutable is the queue that catches what is published for no queue
+	// to the exchange of its scope: a flat namespace's (Scoped), or the
+	// transport's own, where nested actors and a gateway left on its
+	// defaults publish. It has no Actor. See Catcher.
+	Unroutable bool
 }
 
-// Name is the queue's name on the broker.
+// UnroutableSuffix ends the name of every queue that catches unroutable
+// messages. Queue names hold '.', which no namespace and no flat actor's
+// name can: the suffix keeps them apart from every actor's queue (a
+// nested actor's name may hold '.', so such names are refused).
+const UnroutableSuffix = ".unroutable"
+
+// Name is the queue's name on the broker: asya-<namespace>.unroutable and
+// asya.unroutable for the queues that catch unroutable messages.
 func (q Queue) Name() string {
-	if q.Scoped {
+	switch {
+	case q.Unroutable && q.Scoped:
+		return "asya-" + q.Namespace + UnroutableSuffix
+	case q.Unroutable:
+		return "asya" + UnroutableSuffix
+	case q.Scoped:
 		return v1alpha1.FlatQueueName(q.Namespace, q.Actor)
 	}
 	return v1alpha1.QueueName(q.Actor)
@@ -78,6 +95,18 @@ func EndQueues(actor *v1alpha1.AsyncActor, sink, sump string) []Queue {
 		}
 	}
 	return out
+}
+
+// UnroutableQueues are the queues that catch what the exchanges of q's
+// actor route to no queue, and, when the kind catches none although its
+// broker may drop such messages, why not. A kind that drops nothing (SQS:
+// a message is sent to a queue by name, and a missing queue is an error to
+// the sender) gives neither.
+func UnroutableQueues(kind Kind, q Queue) (catches []Queue, uncaught string) {
+	if c, ok := kind.(Catcher); ok {
+		return c.Catches(q)
+	}
+	return nil, ""
 }
 
 // Counts are message counts of a queue; nil means unknown.

@@ -56,7 +56,12 @@ func (r *Broker) ConnectionName() string { return "asya-sync/" + r.name }
 // off it only checks that the queue exists. A queue recorded to another
 // claim is not touched, and the binding of q's route into it, which an
 // earlier release or the other claim's sync may have made, is removed.
+// A queue that catches unroutable messages gets its alternate exchange
+// and policy instead (ensureCatch).
 func (r *Broker) Ensure(ctx context.Context, q transport.Queue) error {
+	if q.Unroutable {
+		return r.ensureCatch(ctx, q)
+	}
 	if !r.cfg.Queues.AutoCreateQueues() {
 		_, err := r.readyMessages(ctx, q.Name())
 		var te *transport.Error
@@ -81,7 +86,7 @@ func (r *Broker) declare(ch *amqp.Channel, q transport.Queue) error {
 		return err
 	}
 	if err := ch.ExchangeDeclare(exchange, amqp.ExchangeTopic, true, false, false, false, nil); err != nil {
-		return &amqpStepError{kind: "exchange", name: exchange, err: err}
+		return &amqpStepError{kind: "exchange", name: exchange, shape: "topic, durable", err: err}
 	}
 	if r.cfg.Queues.DLQ.Enabled {
 		// Another claim's queue may bear this name too (an actor named
@@ -116,6 +121,34 @@ func (r *Broker) unroute(ch *amqp.Channel, q transport.Queue) error {
 		return &amqpStepError{kind: "binding", name: q.Name() + " to " + exchange, err: err}
 	}
 	return nil
+}
+
+// ensureCatch makes q catch what the exchange of its scope routes to no
+// queue: the fanout exchange <exchange>.unroutable, q bound to it, and
+// the policy that makes it the exchange's alternate exchange. The
+// exchange itself is left alone: the sidecars and the gateway declare it
+// too, without arguments, and the policy applies to it whoever declares
+// it, before or after. q has no arguments, so that no setting of the
+// actors' queues (a DLQ) ever conflicts with it.
+func (r *Broker) ensureCatch(ctx context.Context, q transport.Queue) error {
+	exchange := r.cfg.exchange(q)
+	alternate := alternateExchange(exchange)
+	err := r.withChannel(ctx, func(ch *amqp.Channel) error {
+		if err := ch.ExchangeDeclare(alternate, amqp.ExchangeFanout, true, false, false, false, nil); err != nil {
+			return &amqpStepError{kind: "exchange", name: alternate, shape: "fanout, durable", err: err}
+		}
+		if _, err := ch.QueueDeclare(q.Name(), true, false, false, false, nil); err != nil {
+			return &amqpStepError{kind: "queue", name: q.Name(), err: err}
+		}
+		if err := ch.QueueBind(q.Name(), "", alternate, false, nil); err != nil {
+			return &amqpStepError{kind: "binding", name: q.Name() + " to " + alternate, err: err}
+		}
+		return nil
+	})
+	if err != nil {
+		return r.explain(ctx, err)
+	}
+	return r.setUnroutablePolicy(ctx, exchange)
 }
 
 // queueArgs are the arguments the actor's queue is declared with: a
@@ -321,10 +354,11 @@ func (r *Broker) unavailable(err error) *transport.Error {
 
 // amqpStepError says what a broker error was about.
 type amqpStepError struct {
-	kind string // exchange, queue or binding
-	name string
-	args amqp.Table // a queue's wanted arguments
-	err  error
+	kind  string // exchange, queue or binding
+	name  string
+	shape string     // how an exchange is declared
+	args  amqp.Table // a queue's wanted arguments
+	err   error
 }
 
 func (e *amqpStepError) Error() string { return e.kind + " " + e.name + ": " + e.err.Error() }
@@ -365,8 +399,8 @@ func (r *Broker) explain(ctx context.Context, err error) error {
 func (r *Broker) conflict(ctx context.Context, step *amqpStepError, ae *amqp.Error) *transport.Error {
 	if step.kind != "queue" {
 		return &transport.Error{Reason: transport.ReasonQueueConflict, Message: fmt.Sprintf(
-			"%s %s exists on %s with other settings than asya-sync declares (topic, durable): %s; change it or the transport configuration by hand",
-			step.kind, step.name, r.address(), ae.Reason)}
+			"%s %s exists on %s with other settings than asya-sync declares (%s): %s; change it or the transport configuration by hand",
+			step.kind, step.name, r.address(), step.shape, ae.Reason)}
 	}
 	held := "it may hold messages"
 	if ready, err := r.readyMessages(ctx, step.name); err == nil {

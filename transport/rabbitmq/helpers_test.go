@@ -122,4 +122,7 @@ func deleteTestExchange() {
 	if ch, err := conn.Channel(); err == nil {
 		ch.ExchangeDelete(testExchange, false, false)
 	}
+	// The catch of the test exchange, but not asya.unroutable, which every
+	// transport exchange on the broker shares.
+	removeCatch(testExchange, "")
 }

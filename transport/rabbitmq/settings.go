@@ -112,6 +112,44 @@ func (s *Settings) exchange(q transport.Queue) string {
 	return s.Exchange
 }
 
+// UnroutablePolicyPriority is the priority of the policy that gives an
+// exchange of asya-sync's its alternate exchange. RabbitMQ applies one
+// policy to an exchange, the matching one of the highest priority, and
+// the ubiquitous broad ones ("ha-all", pattern ".*") have priority 0: the
+// catch must outrank them on the exchanges it matches by exact name, and
+// a user's own policy for those exchanges outranks it on purpose, by a
+// priority above this one and an alternate-exchange of its own
+// (docs/design.md#unroutable-messages).
+const UnroutablePolicyPriority = 100
+
+// alternateExchange is the exchange that takes what exchange routes to no
+// queue, and the name of the policy that says so.
+func alternateExchange(exchange string) string { return exchange + transport.UnroutableSuffix }
+
+var _ transport.Catcher = (*Settings)(nil)
+
+// Catches implements transport.Catcher: the catching queue of the
+// transport's exchange (nested actors publish there, and so does a
+// gateway left on its default, asya) and, for a flat actor, that of its
+// namespace's exchange. The alternate exchange that feeds each is set by
+// a policy through the management API, for an argument on the exchange
+// itself would make the sidecars and the gateway, which declare it
+// without arguments, fail with PRECONDITION_FAILED.
+func (s *Settings) Catches(q transport.Queue) ([]transport.Queue, string) {
+	dropped := fmt.Sprintf("messages published to exchange %s for no queue are dropped by RabbitMQ", s.exchange(q))
+	switch {
+	case !s.Queues.AutoCreateQueues():
+		return nil, fmt.Sprintf("%s: asya-sync sets up nothing on the broker (%s)", dropped, s.Queues.NotCreatedBecause())
+	case s.ManagementURL == "":
+		return nil, fmt.Sprintf("%s: transport has no managementURL, through which asya-sync sets the policy that catches them", dropped)
+	}
+	catches := []transport.Queue{{Unroutable: true}}
+	if q.Scoped {
+		catches = append(catches, transport.Queue{Namespace: q.Namespace, Scoped: true, Unroutable: true})
+	}
+	return catches, ""
+}
+
 // Open implements transport.Kind.
 func (s *Settings) Open(name string, opts transport.Options) (transport.Broker, error) {
 	return New(name, *s, opts.HTTPClient), nil
