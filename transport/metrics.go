@@ -15,6 +15,7 @@ type Metrics struct {
 	operations *prometheus.HistogramVec
 	lookups    *prometheus.CounterVec
 	up         *prometheus.Desc
+	unroutable *prometheus.Desc
 
 	mu         sync.Mutex
 	transports []*instrumented
@@ -39,20 +40,36 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			"1 when the transport's broker is reachable, 0 when not; absent until the broker was first used. "+
 				"RabbitMQ: its AMQP connection is open. SQS: its last call got an answer from SQS.",
 			[]string{"transport"}, nil),
+		unroutable: prometheus.NewDesc("asya_sync_unroutable_messages",
+			"Messages held by a queue that catches what an exchange routed to no queue (asya-<namespace>.unroutable, asya.unroutable), "+
+				"as this replica last counted them within the last 10 minutes.",
+			[]string{"transport", "queue"}, nil),
 	}
 	reg.MustRegister(m.operations, m.lookups, m)
 	return m
 }
 
-// Describe implements prometheus.Collector for asya_sync_broker_up.
-func (m *Metrics) Describe(ch chan<- *prometheus.Desc) { ch <- m.up }
+// UnroutableWindow is how long a replica reports the count of a catching
+// queue after it last read it: ten resync periods, as asya_sync_actors
+// counts actors, so that a queue whose namespace's syncs Metacontroller
+// spreads over the replicas stays reported, and one no actor syncs for
+// any more (a namespace gone) is forgotten.
+const UnroutableWindow = 10 * time.Minute
 
-// Collect reports the state of every open transport.
+// Describe implements prometheus.Collector for asya_sync_broker_up and
+// asya_sync_unroutable_messages.
+func (m *Metrics) Describe(ch chan<- *prometheus.Desc) { ch <- m.up; ch <- m.unroutable }
+
+// Collect reports the state of every open transport and the counts of its
+// catching queues.
 func (m *Metrics) Collect(ch chan<- prometheus.Metric) {
 	m.mu.Lock()
 	transports := append([]*instrumented(nil), m.transports...)
 	m.mu.Unlock()
 	for _, t := range transports {
+		for queue, n := range t.caughtCounts() {
+			ch <- prometheus.MustNewConstMetric(m.unroutable, prometheus.GaugeValue, float64(n), t.name, queue)
+		}
 		up, known := t.reachable()
 		if !known {
 			continue
@@ -66,9 +83,14 @@ func (m *Metrics) Collect(ch chan<- prometheus.Metric) {
 }
 
 // instrument wraps the broker of the named transport so that its
-// operations are measured and its state reported.
-func (m *Metrics) instrument(name string, broker Broker) Broker {
-	t := &instrumented{inner: broker, name: name, operations: m.operations.MustCurryWith(prometheus.Labels{"transport": name})}
+// operations are measured and its state reported; now dates the counts
+// of its catching queues.
+func (m *Metrics) instrument(name string, broker Broker, now func() time.Time) Broker {
+	if now == nil {
+		now = time.Now
+	}
+	t := &instrumented{inner: broker, name: name, now: now, caught: map[string]caughtCount{},
+		operations: m.operations.MustCurryWith(prometheus.Labels{"transport": name})}
 	m.mu.Lock()
 	m.transports = append(m.transports, t)
 	m.mu.Unlock()
@@ -105,6 +127,14 @@ type instrumented struct {
 	answered bool // the last operation got an answer from the broker
 	used     bool
 	closed   bool
+	// caught are the last counts of the catching queues, by name.
+	now    func() time.Time
+	caught map[string]caughtCount
+}
+
+type caughtCount struct {
+	messages int64
+	at       time.Time
 }
 
 func (t *instrumented) Ensure(ctx context.Context, q Queue) error {
@@ -122,7 +152,32 @@ func (t *instrumented) Counts(ctx context.Context, q Queue) (Counts, error) {
 		counts, err = t.inner.Counts(ctx, q)
 		return err
 	})
+	if err == nil && q.Unroutable && counts.Queued != nil {
+		t.mu.Lock()
+		t.caught[q.Name()] = caughtCount{messages: *counts.Queued, at: t.now()}
+		t.mu.Unlock()
+	}
 	return counts, err
+}
+
+// caughtCounts are the counts of the catching queues read within
+// UnroutableWindow; older ones are forgotten.
+func (t *instrumented) caughtCounts() map[string]int64 {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.closed {
+		return nil
+	}
+	cutoff := t.now().Add(-UnroutableWindow)
+	out := map[string]int64{}
+	for queue, c := range t.caught {
+		if c.at.Before(cutoff) {
+			delete(t.caught, queue)
+			continue
+		}
+		out[queue] = c.messages
+	}
+	return out
 }
 
 func (t *instrumented) Close() error {

@@ -53,7 +53,7 @@ func Open(enabled map[string]Kind, cacheTTL time.Duration, opts Options) (Set, e
 // wrap puts the broker behind the ensure cache, measured if asked to.
 func (opts Options) wrap(name string, broker Broker, cacheTTL time.Duration) *Cached {
 	if opts.Metrics != nil {
-		broker = opts.Metrics.instrument(name, broker)
+		broker = opts.Metrics.instrument(name, broker, opts.Now)
 	}
 	cached := NewCached(broker, cacheTTL, opts.Now)
 	if opts.Metrics != nil {
