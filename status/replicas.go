@@ -28,6 +28,9 @@ func (o *observation) setReplicaFields(st *v1alpha1.AsyncActorStatus) {
 	spec := o.actor.Spec
 	st.MinReplicas, st.MaxReplicas = copyPtr(spec.Scaling.MinReplicas), copyPtr(spec.Scaling.MaxReplicas)
 	st.WorkloadKind = spec.Workload.Kind
+	if u := o.in.Queue.Unroutable; u != nil {
+		st.Unroutable = &v1alpha1.UnroutableStatus{Queue: u.Queue, Messages: copyPtr(u.Messages), Message: u.Message}
+	}
 
 	if o.terminating && o.in.Workload == nil {
 		// The finalize hook observes no workload: what was last known of

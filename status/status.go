@@ -175,6 +175,9 @@ type QueueState struct {
 	// Queued and Processing are message counts; nil means unknown and is
 	// left out of the status.
 	Queued, Processing *int64
+	// Unroutable is where the namespace's unroutable messages go, for a
+	// flat actor whose transport may drop them; nil leaves it out.
+	Unroutable *v1alpha1.UnroutableStatus
 }
 
 // Result is the computed status and when to look again.

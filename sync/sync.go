@@ -103,6 +103,7 @@ func (h *Handler) ensureQueue(ctx context.Context, a *assessment) (status.QueueS
 		if counts, err := broker.Counts(ctx, q); err == nil {
 			state.Queued, state.Processing = counts.Queued, counts.Processing
 		}
+		state.Unroutable = catchUnroutable(ctx, broker, a.transport.Kind, q)
 		return nil
 	})
 	if standing, ok := a.standBy(held, err); ok {
@@ -142,6 +143,33 @@ func (a *assessment) standBy(held []*transport.Held, err *transport.Error) (stat
 		}
 	}
 	return status.QueueState{}, false
+}
+
+// catchUnroutable ensures and counts the queues that catch what the
+// exchanges of q's actor route to no queue (docs/design.md#unroutable-messages);
+// the metrics report every count. It returns what a flat actor's status
+// says of its namespace's: nil for a nested actor, whose transport's
+// catch holds every namespace's messages, and for a transport that drops
+// nothing. A failure here fails nothing else: the actor's own queue works,
+// and the status says that unroutable messages may be dropped.
+func catchUnroutable(ctx context.Context, broker transport.Broker, kind transport.Kind, q transport.Queue) *v1alpha1.UnroutableStatus {
+	catches, uncaught := transport.UnroutableQueues(kind, q)
+	var reported *v1alpha1.UnroutableStatus
+	if uncaught != "" && q.Scoped {
+		reported = &v1alpha1.UnroutableStatus{Message: uncaught}
+	}
+	for _, c := range catches {
+		got := &v1alpha1.UnroutableStatus{Queue: c.Name()}
+		if err := broker.Ensure(ctx, c); err != nil {
+			got.Message = "unroutable messages may be dropped: asya-sync could not set up their catch: " + err.Error()
+		} else if counts, err := broker.Counts(ctx, c); err == nil {
+			got.Messages = counts.Queued
+		}
+		if c.Scoped {
+			reported = got
+		}
+	}
+	return reported
 }
 
 // broker is the broker of the actor's transport. Without one (ok false)

@@ -2,6 +2,7 @@ package sync
 
 import (
 	"fmt"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 
@@ -9,6 +10,7 @@ import (
 	"github.com/asya-sh/asya-sync/children"
 	"github.com/asya-sh/asya-sync/config"
 	asyaruntime "github.com/asya-sh/asya-sync/runtime"
+	"github.com/asya-sh/asya-sync/transport"
 )
 
 // The pod template in the model every builder reads, and its spec: the
@@ -27,7 +29,7 @@ func validate(name string, spec v1alpha1.AsyncActorSpec, t config.Transport) []s
 	if spec.Generation == v1alpha1.Flat {
 		return validateFlat(spec)
 	}
-	var problems []string
+	problems := validateName(name)
 	problems = append(problems, validateContainers(spec.Workload.Template.Spec)...)
 	problems = append(problems, validateVolumes(spec.Workload.Template.Spec)...)
 	problems = append(problems, validateRanges(spec)...)
@@ -39,6 +41,18 @@ func validate(name string, spec v1alpha1.AsyncActorSpec, t config.Transport) []s
 			templatePath, t.Name, children.ServiceAccountName(name)))
 	}
 	return problems
+}
+
+// validateName refuses a nested actor whose queue, asya-<name>, would be
+// the queue that catches a namespace's unroutable messages: a nested
+// actor's name may hold '.', which keeps those queues apart from every
+// other actor's (transport.UnroutableSuffix).
+func validateName(name string) []string {
+	if ns, ok := strings.CutSuffix(name, transport.UnroutableSuffix); ok {
+		return []string{fmt.Sprintf("metadata.name: %q: names ending in %s are reserved: queue asya-%s catches the unroutable messages of namespace %s",
+			name, transport.UnroutableSuffix, name, ns)}
+	}
+	return nil
 }
 
 func validateContainers(pod corev1.PodSpec) []string {

@@ -124,3 +124,23 @@ func TestValidateResiliency(t *testing.T) {
 		})
 	}
 }
+
+func TestValidateNameReservesCatchingQueues(t *testing.T) {
+	tests := []struct {
+		name string
+		want string
+	}{
+		{"echo", ""},
+		{"echo.v2", ""},
+		{"unroutable", ""},
+		{"ml.unroutable", `metadata.name: "ml.unroutable": names ending in .unroutable are reserved: queue asya-ml.unroutable catches the unroutable messages of namespace ml`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := strings.Join(validateName(tt.name), "; ")
+			if got != tt.want {
+				t.Errorf("problems %q, want %q", got, tt.want)
+			}
+		})
+	}
+}

@@ -29,6 +29,7 @@ import (
 // +kubebuilder:printcolumn:name="Direction",type=string,JSONPath=`.status.lastScaleDirection`,priority=1
 // +kubebuilder:printcolumn:name="Actor",type=string,JSONPath=`.spec.actor`,priority=1
 // +kubebuilder:printcolumn:name="Queue",type=string,JSONPath=`.status.queueIdentifier`,priority=1
+// +kubebuilder:printcolumn:name="Unroutable",type=integer,JSONPath=`.status.unroutable.messages`,priority=1
 
 // AsyncActor is a queue-fed worker: a user container running Python handler
 // code next to an injected sidecar, scaled by KEDA on queue depth.
@@ -472,10 +473,30 @@ type AsyncActorStatus struct {
 	// Workload column.
 	// +optional
 	WorkloadKind string `json:"workloadKind,omitempty"`
+	// Unroutable says where the messages go that the exchange of the
+	// actor's namespace routes to no queue (a route naming no actor, or an
+	// actor since deleted): set for flat actors on RabbitMQ, whose sidecars
+	// and gateway publish to that exchange without mandatory.
+	// +optional
+	Unroutable *UnroutableStatus `json:"unroutable,omitempty"`
 
 	// The fields upstream's flat AsyncActor reports, set for flat actors
 	// only, for the tools that read them.
 	FlatStatus `json:",inline"`
+}
+
+// UnroutableStatus is where a namespace's unroutable messages are kept.
+type UnroutableStatus struct {
+	// Queue holds them, asya-<namespace>.unroutable; empty when they are
+	// not caught.
+	// +optional
+	Queue string `json:"queue,omitempty"`
+	// Messages is how many it holds, when the broker reported it.
+	// +optional
+	Messages *int64 `json:"messages,omitempty"`
+	// Message says why they are not caught, or may not be.
+	// +optional
+	Message string `json:"message,omitempty"`
 }
 
 // FlatStatus is the status upstream Asya's Crossplane compositions write.

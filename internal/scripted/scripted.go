@@ -28,9 +28,12 @@ func (f *Failure) err() error {
 
 // Answers are what the broker says to each operation.
 type Answers struct {
-	EnsureError *Failure          `json:"ensureError,omitempty"`
-	DeleteError *Failure          `json:"deleteError,omitempty"`
-	Counts      *transport.Counts `json:"counts,omitempty"`
+	EnsureError *Failure `json:"ensureError,omitempty"`
+	// EnsureErrorOf fails the ensures of the queues it names, and only
+	// those.
+	EnsureErrorOf map[string]*Failure `json:"ensureErrorOf,omitempty"`
+	DeleteError   *Failure            `json:"deleteError,omitempty"`
+	Counts        *transport.Counts   `json:"counts,omitempty"`
 	// Owners are the broker's owner records, queue name to claim: an
 	// Ensure or Delete of a queue recorded to another claim answers
 	// transport.Held.
@@ -80,6 +83,9 @@ func (b *Broker) Get(string) (transport.Broker, bool) { return b, true }
 
 func (b *Broker) Ensure(_ context.Context, q transport.Queue) error {
 	err := b.answers.EnsureError.err()
+	if f, ok := b.answers.EnsureErrorOf[q.Name()]; ok {
+		err = f.err()
+	}
 	if err == nil {
 		err = b.held(q, q.Name(), q.DLQName())
 	}

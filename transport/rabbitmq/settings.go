@@ -141,7 +141,7 @@ func (s *Settings) Catches(q transport.Queue) ([]transport.Queue, string) {
 	case !s.Queues.AutoCreateQueues():
 		return nil, fmt.Sprintf("%s: asya-sync sets up nothing on the broker (%s)", dropped, s.Queues.NotCreatedBecause())
 	case s.ManagementURL == "":
-		return nil, fmt.Sprintf("%s: transport has no managementURL, through which asya-sync sets the policy that catches them", dropped)
+		return nil, fmt.Sprintf("%s: the transport has no managementURL, through which asya-sync sets the policy that catches them", dropped)
 	}
 	catches := []transport.Queue{{Unroutable: true}}
 	if q.Scoped {

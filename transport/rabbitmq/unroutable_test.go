@@ -34,7 +34,7 @@ func TestCatches(t *testing.T) {
 		{"nested: the transport's exchange", Settings{Exchange: "asya", ManagementURL: "http://mq:15672"}, nested,
 			[]string{"asya.unroutable"}, ""},
 		{"no management API, no policy", Settings{Exchange: "asya"}, flat,
-			nil, "messages published to exchange asya-ml for no queue are dropped by RabbitMQ: transport has no managementURL"},
+			nil, "messages published to exchange asya-ml for no queue are dropped by RabbitMQ: the transport has no managementURL"},
 		{"queues not created", Settings{Exchange: "asya", ManagementURL: "http://mq:15672", Queues: transport.Queues{AutoCreate: &off}}, flat,
 			nil, "messages published to exchange asya-ml for no queue are dropped by RabbitMQ: asya-sync sets up nothing on the broker (queues.autoCreate is off)"},
 	}
