@@ -68,12 +68,28 @@ func TestUninstallRemovesWhatFinalizeLeaves(t *testing.T) {
 	if len(ends) != 4 {
 		t.Fatalf("transport.EndQueues names %v: want a sink and a sump with their DLQs", ends)
 	}
-	exchange := sidecarExchange(t, transport.Queue{Actor: "text-analyzer", Namespace: ns, Scoped: true})
+	actorQueue := transport.Queue{Actor: "text-analyzer", Namespace: ns, Scoped: true}
+	exchange := sidecarExchange(t, actorQueue)
+	// The namespace's catch of unroutable messages: its queue, and the
+	// exchange and policy named after the namespace's exchange.
+	catches, _ := (&rabbitmq.Settings{Exchange: rabbitmq.DefaultExchange, ManagementURL: "http://rabbitmq:15672"}).Catches(actorQueue)
+	var catch transport.Queue
+	for _, c := range catches {
+		if c.Scoped {
+			catch = c
+		}
+	}
+	if catch.Name() != "asya-"+ns+transport.UnroutableSuffix {
+		t.Fatalf("the namespace's catching queue is %q", catch.Name())
+	}
+	alternate := exchange + transport.UnroutableSuffix
 
 	doc := readDoc(t, "docs/uninstall.md")
 	for _, name := range []string{
 		v1alpha1.FlatQueueName("<namespace>", config.DefaultSink), v1alpha1.FlatQueueName("<namespace>", config.DefaultSump),
 		sidecarExchange(t, transport.Queue{Namespace: "<namespace>", Scoped: true}),
+		transport.Queue{Namespace: "<namespace>", Scoped: true, Unroutable: true}.Name(),
+		transport.Queue{Unroutable: true}.Name(),
 	} {
 		if !strings.Contains(doc, "`"+name+"`") {
 			t.Errorf("docs/uninstall.md does not name %s among what asya-sync leaves", name)
@@ -88,28 +104,36 @@ func TestUninstallRemovesWhatFinalizeLeaves(t *testing.T) {
 	block := fencedAfter(t, "docs/uninstall.md", "## Removing what asya-sync leaves on the broker", "sh")
 	calls, _ := runRecorded(t, block, []string{"rabbitmqctl", "curl"}, "NS="+ns,
 		"RABBITMQ_API=http://rabbitmq:15672", "RABBITMQ_USER=asya", "RABBITMQ_PASSWORD=secret")
-	var deleted []string
-	var exchanges []string
+	var deleted, exchanges, policies []string
 	for _, c := range calls {
 		switch {
 		case len(c) == 3 && c[0] == "rabbitmqctl" && c[1] == "delete_queue":
+			deleted = append(deleted, c[2])
+		case len(c) == 4 && c[0] == "rabbitmqctl" && c[1] == "delete_queue" && c[3] == "--if-empty":
+			if c[2] != catch.Name() {
+				t.Errorf("the commands of docs/uninstall.md delete %s only if empty; only the catching queue %s needs that", c[2], catch.Name())
+			}
 			deleted = append(deleted, c[2])
 		case c[0] == "curl" && slices.Contains(c, "DELETE"):
 			for _, arg := range c {
 				if rest, ok := strings.CutPrefix(arg, "http://rabbitmq:15672/api/exchanges/%2F/"); ok {
 					exchanges = append(exchanges, strings.SplitN(rest, "?", 2)[0])
 				}
+				if rest, ok := strings.CutPrefix(arg, "http://rabbitmq:15672/api/policies/%2F/"); ok {
+					policies = append(policies, rest)
+				}
 			}
 		default:
 			t.Errorf("the commands of docs/uninstall.md ran %q, which this test does not know", c)
 		}
 	}
+	ends = append(ends, catch.Name())
 	slices.Sort(deleted)
 	slices.Sort(ends)
 	if !reflect.DeepEqual(deleted, ends) {
 		t.Errorf("the commands of docs/uninstall.md delete the queues %v; a flat actor's sync creates %v, which finalize keeps", deleted, ends)
 	}
-	wantExchanges := []string{exchange}
+	wantExchanges := []string{exchange, alternate}
 	for _, q := range ends {
 		wantExchanges = append(wantExchanges, rabbitmq.OwnerRecord(q))
 	}
@@ -117,7 +141,10 @@ func TestUninstallRemovesWhatFinalizeLeaves(t *testing.T) {
 	slices.Sort(wantExchanges)
 	if !reflect.DeepEqual(exchanges, wantExchanges) {
 		t.Errorf("the commands of docs/uninstall.md delete the exchanges %v; the sidecars of namespace %s publish to %s, "+
-			"and the queues' owner records are %v", exchanges, ns, exchange, wantExchanges[1:])
+			"whose unroutable messages go to %s, and the queues' owner records are %v", exchanges, ns, exchange, alternate, wantExchanges)
+	}
+	if !reflect.DeepEqual(policies, []string{alternate}) {
+		t.Errorf("the commands of docs/uninstall.md delete the policies %v; the one that catches namespace %s's unroutable messages is %s", policies, ns, alternate)
 	}
 }
 
