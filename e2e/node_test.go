@@ -131,18 +131,25 @@ func (n *node) makeBridge() error {
 }
 
 // startRelays makes the brokers, which listen on loopback only, reachable
-// from the pods at the node's address.
+// from the pods at the node's address, and the RabbitMQ management API at
+// nodeManagementPort.
 func (n *node) startRelays() error {
-	for _, port := range []string{"5672", sqsPort()} {
+	for port, to := range map[string]string{"5672": "5672", sqsPort(): sqsPort(), nodeManagementPort: "15672"} {
 		l, err := net.Listen("tcp", net.JoinHostPort(nodeIP, port))
 		if err != nil {
 			return err
 		}
 		n.relays = append(n.relays, l)
-		go relay(l, net.JoinHostPort("127.0.0.1", port))
+		go relay(l, net.JoinHostPort("127.0.0.1", to))
 	}
 	return nil
 }
+
+// nodeManagementPort relays RabbitMQ's management API for the pods. The
+// API listens on every address, but RabbitMQ admits guest only from
+// loopback, there as on AMQP: through the relay the service's calls, as
+// guest, come from loopback.
+const nodeManagementPort = "15673"
 
 // sqsPort is the SQS emulator's port (ASYA_SQS_PORT, default 9324).
 func sqsPort() string {

@@ -56,11 +56,11 @@ config:
     rabbitmq:
       type: rabbitmq
       enabled: true
-      config: {host: %[3]s, port: 5672, username: guest, managementURL: "http://%[3]s:15672", exchange: asya-node}
+      config: {host: %[3]s, port: 5672, username: guest, managementURL: "http://%[3]s:%[10]s", exchange: asya-node}
     rabbitmq-default-exchange:
       type: rabbitmq
       enabled: true
-      config: {host: %[3]s, port: 5672, username: guest, managementURL: "http://%[3]s:15672"}
+      config: {host: %[3]s, port: 5672, username: guest, managementURL: "http://%[3]s:%[10]s"}
     rabbitmq-vh:
       type: rabbitmq
       enabled: true
@@ -71,7 +71,7 @@ config:
         username: %[9]s
         passwordFile: /etc/asya-sync/rabbitmq-vh/password
         passwordSecretRef: {name: rabbitmq-vh, key: password}
-        managementURL: "http://%[3]s:15672"
+        managementURL: "http://%[3]s:%[10]s"
         exchange: asya-node
     sqs:
       type: sqs
@@ -84,7 +84,7 @@ config:
         credentials:
           accessKeyIdSecretRef: {name: aws-creds, key: access-key-id}
           secretAccessKeySecretRef: {name: aws-creds, key: secret-access-key}
-`, nodeRelease, nodeImage("sidecar"), nodeIP, sqsPort(), r.tag, script, r.delivery, nodeVHost, nodeVHostUser)
+`, nodeRelease, nodeImage("sidecar"), nodeIP, sqsPort(), r.tag, script, r.delivery, nodeVHost, nodeVHostUser, nodeManagementPort)
 }
 
 var nodeHooks struct {
