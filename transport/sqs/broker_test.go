@@ -138,7 +138,7 @@ func TestSQSEnsureCreatesQueueWithAttributesAndTags(t *testing.T) {
 			if want := s.cfg.QueueIdentifier(q.Name()); attrs[attrQueueArn] != want {
 				t.Errorf("QueueArn = %s, want the status's %s", attrs[attrQueueArn], want)
 			}
-						wantTags := map[string]string{TagOwner: actor, TagActor: actor, TagNamespace: "team-a", "team": "ml"}
+			wantTags := map[string]string{TagOwner: actor, TagActor: actor, TagNamespace: "team-a", "team": "ml"}
 			if diff := cmp.Diff(wantTags, sqsTags(t, s, q.Name())); diff != "" {
 				t.Errorf("tags (-want +got):\n%s", diff)
 			}
