@@ -178,7 +178,7 @@ func TestKubectlGetAsya(t *testing.T) {
 	}
 
 	header, rows = columns(kubectl(t, "get", "asyncactor", "-n", ns, "-o", "wide"))
-	wantWide := append(append([]string{}, wantHeader...), "WORKLOAD", "TRANSPORT", "SCALING", "QUEUED", "PROCESSING", "DIRECTION", "ACTOR", "QUEUE")
+	wantWide := append(append([]string{}, wantHeader...), "WORKLOAD", "TRANSPORT", "SCALING", "QUEUED", "PROCESSING", "DIRECTION", "ACTOR", "QUEUE", "UNROUTABLE")
 	if strings.Join(header, " ") != strings.Join(wantWide, " ") {
 		t.Errorf("kubectl get asya -o wide header = %v, want %v", header, wantWide)
 	}
@@ -197,7 +197,7 @@ func TestKubectlGetAsya(t *testing.T) {
 	if len(flatRow) != len(wantWide) {
 		t.Fatalf("flat actor's wide row %v does not fit the header", flatRow)
 	}
-	for i, w := range map[int]string{6: "0", 7: "4", 10: "Deployment", 11: "Ready", 12: "Manual", 16: "tabled", 17: "asya-" + ns + "-tabled"} {
+	for i, w := range map[int]string{6: "0", 7: "4", 10: "Deployment", 11: "Ready", 12: "Manual", 16: "tabled", 17: "asya-" + ns + "-tabled", 18: "0"} {
 		if flatRow[i] != w {
 			t.Errorf("flat actor's wide column %s = %q, want %q", wantWide[i], flatRow[i], w)
 		}
