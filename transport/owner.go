@@ -61,6 +61,27 @@ func HeldBy(err error) (*Held, bool) {
 	return h, errors.As(err, &h)
 }
 
+// DeleteClaimed deletes q's queue, then its DLQ, with del, which leaves a
+// queue another claim holds as it is and says so with a *Held error. The
+// DLQ is tried whatever became of the queue; the queue's *Held error is
+// returned after it, the DLQ's is not (finalize reports the queue kept).
+func DeleteClaimed(q Queue, del func(name string) error) error {
+	var held error
+	for _, name := range []string{q.Name(), q.DLQName()} {
+		err := del(name)
+		if _, ok := HeldBy(err); ok {
+			if name == q.Name() {
+				held = err
+			}
+			continue
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return held
+}
+
 // HeldError is a *Held as an *Error, its reason QueueConflict.
 func HeldError(queue, holder string) *Error {
 	h := &Held{Queue: queue, Holder: holder}

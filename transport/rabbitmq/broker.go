@@ -166,20 +166,7 @@ func (r *Broker) queueArgs(q transport.Queue) amqp.Table {
 // transport that does not create its queues records none, so it deletes
 // (asked to by the actor's deletion policy) without asking.
 func (r *Broker) Delete(ctx context.Context, q transport.Queue) error {
-	var held error
-	for _, name := range []string{q.Name(), q.DLQName()} {
-		err := r.deleteClaimed(ctx, name, q.Claim())
-		if _, ok := transport.HeldBy(err); ok {
-			if name == q.Name() {
-				held = err
-			}
-			continue
-		}
-		if err != nil {
-			return err
-		}
-	}
-	return held
+	return transport.DeleteClaimed(q, func(name string) error { return r.deleteClaimed(ctx, name, q.Claim()) })
 }
 
 // deleteClaimed deletes one queue of the claim's, then its record. RabbitMQ

@@ -282,20 +282,7 @@ func (s *Broker) queueURL(ctx context.Context, name string) (string, error) {
 // its queues records none, and deletes (asked to by the actor's deletion
 // policy) without reading one.
 func (s *Broker) Delete(ctx context.Context, q transport.Queue) error {
-	var held error
-	for _, name := range []string{q.Name(), q.DLQName()} {
-		err := s.deleteQueue(ctx, name, q.Claim())
-		if _, ok := transport.HeldBy(err); ok {
-			if name == q.Name() {
-				held = err
-			}
-			continue
-		}
-		if err != nil {
-			return err
-		}
-	}
-	return held
+	return transport.DeleteClaimed(q, func(name string) error { return s.deleteQueue(ctx, name, q.Claim()) })
 }
 
 func (s *Broker) deleteQueue(ctx context.Context, name, claim string) error {
