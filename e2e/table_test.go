@@ -227,7 +227,8 @@ func TestKubectlGetAsya(t *testing.T) {
 		got = append(got, fmt.Sprintf("%s:%s:%d", c.Name, c.Type, c.Priority))
 	}
 	want := "Name:string:0 Status:string:0 Running:integer:0 Failing:integer:0 Total:integer:0 Desired:integer:0 Min:integer:0 Max:integer:0 Last-Scale:date:0 Age:date:0 " +
-		"Workload:string:1 Transport:string:1 Scaling:string:1 Queued:integer:1 Processing:integer:1 Direction:string:1 Actor:string:1 Queue:string:1"
+		"Workload:string:1 Transport:string:1 Scaling:string:1 Queued:integer:1 Processing:integer:1 Direction:string:1 Actor:string:1 Queue:string:1 " +
+		"Unroutable:integer:1"
 	if strings.Join(got, " ") != want {
 		t.Errorf("table columns:\n got %s\nwant %s", strings.Join(got, " "), want)
 	}
