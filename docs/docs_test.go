@@ -113,13 +113,21 @@ func secondsRange(cell string) (lo, hi float64, ok bool) {
 // documents are the repository's Markdown files, the CI scripts, the
 // Makefile and the example values: what a reader or a log shows.
 func documents(t *testing.T) []string {
+	return repoFiles(t, func(rel string) bool {
+		return strings.HasSuffix(rel, ".md") || strings.HasPrefix(rel, ".ci/") || rel == "Makefile" ||
+			(strings.HasPrefix(rel, "examples/") && strings.HasSuffix(rel, ".yaml"))
+	})
+}
+
+// repoFiles are the repository's files (slash-separated, relative to its
+// root) that keep says to, outside VCS, caches and test data.
+func repoFiles(t *testing.T, keep func(rel string) bool) []string {
 	t.Helper()
 	var out []string
 	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
 		}
-		rel, _ := filepath.Rel(root, path)
 		if d.IsDir() {
 			switch d.Name() {
 			case ".git", ".cache", "node_modules", "testdata":
@@ -127,9 +135,9 @@ func documents(t *testing.T) []string {
 			}
 			return nil
 		}
-		if strings.HasSuffix(rel, ".md") || strings.HasPrefix(rel, ".ci/") || rel == "Makefile" ||
-			(strings.HasPrefix(rel, "examples/") && strings.HasSuffix(rel, ".yaml")) {
-			out = append(out, filepath.ToSlash(rel))
+		rel, _ := filepath.Rel(root, path)
+		if rel = filepath.ToSlash(rel); keep(rel) {
+			out = append(out, rel)
 		}
 		return nil
 	})

@@ -1,7 +1,6 @@
 package docs
 
 import (
-	"io/fs"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -201,33 +200,11 @@ func withoutFences(text string) string {
 // textFiles are the repository's files a reader or a log shows, where a
 // pointer to a document may stand: documents, code, the chart, scripts.
 func textFiles(t *testing.T) []string {
-	t.Helper()
-	var out []string
-	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		rel, _ := filepath.Rel(root, path)
-		rel = filepath.ToSlash(rel)
-		if d.IsDir() {
-			switch d.Name() {
-			case ".git", ".cache", "node_modules", "testdata":
-				return filepath.SkipDir
-			}
-			return nil
-		}
+	return repoFiles(t, func(rel string) bool {
 		switch filepath.Ext(rel) {
 		case ".md", ".go", ".yaml", ".yml", ".tpl", ".txt", ".sh", ".py":
-			out = append(out, rel)
-		default:
-			if rel == "Makefile" || strings.HasPrefix(rel, ".ci/") {
-				out = append(out, rel)
-			}
+			return true
 		}
-		return nil
+		return rel == "Makefile" || strings.HasPrefix(rel, ".ci/")
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return out
 }
