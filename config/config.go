@@ -6,7 +6,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -177,7 +179,7 @@ func Parse(data []byte) (*Config, error) {
 		cfg.Transports[name] = t
 	}
 	cfg.FlatActors = raw.FlatActors
-	if err := cfg.FlatActors.check(cfg.Transports); err != nil {
+	if err := cfg.FlatActors.check(cfg); err != nil {
 		return nil, err
 	}
 	return cfg, nil
@@ -213,6 +215,11 @@ func (c *Config) TransportNames() []string {
 	}
 	sort.Strings(names)
 	return names
+}
+
+// EnabledNames returns the enabled transports' names, sorted.
+func (c *Config) EnabledNames() []string {
+	return slices.Sorted(maps.Keys(c.Enabled()))
 }
 
 // Enabled returns the kinds of the enabled transports, by name.

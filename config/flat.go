@@ -1,9 +1,6 @@
 package config
 
-import (
-	"fmt"
-	"sort"
-)
+import "fmt"
 
 // FlatActors configures the actors written in the flat shape of upstream
 // Asya 0.5+ and 1.x (docs/design.md#two-generations).
@@ -33,8 +30,8 @@ const (
 	DefaultSump             = "x-sump"
 )
 
-// check defaults the settings and checks them against the transports.
-func (f *FlatActors) check(transports map[string]Transport) error {
+// check defaults the settings and checks them against cfg's transports.
+func (f *FlatActors) check(cfg *Config) error {
 	if f.SidecarImage == "" {
 		f.SidecarImage = DefaultFlatSidecarImage
 	}
@@ -47,7 +44,7 @@ func (f *FlatActors) check(transports map[string]Transport) error {
 	if f.Sink == f.Sump {
 		return fmt.Errorf("flatActors.sump: %q is the sink's name too", f.Sump)
 	}
-	enabled := enabledNames(transports)
+	enabled := cfg.EnabledNames()
 	if f.Transport == "" {
 		// Without a choice, flat actors that name no spec.transport would
 		// each fail their sync; refuse here, where the key can be named.
@@ -59,29 +56,12 @@ func (f *FlatActors) check(transports map[string]Transport) error {
 		}
 		return nil
 	}
-	t, ok := transports[f.Transport]
+	t, ok := cfg.Transports[f.Transport]
 	switch {
 	case !ok:
-		names := make([]string, 0, len(transports))
-		for n := range transports {
-			names = append(names, n)
-		}
-		sort.Strings(names)
-		return fmt.Errorf("flatActors.transport: %q is not configured (configured: %v)", f.Transport, names)
+		return fmt.Errorf("flatActors.transport: %q is not configured (configured: %v)", f.Transport, cfg.TransportNames())
 	case !t.Enabled:
 		return fmt.Errorf("flatActors.transport: %q is disabled (transports.%s.enabled: false); enabled: %v", f.Transport, f.Transport, enabled)
 	}
 	return nil
-}
-
-// enabledNames lists the enabled transports' names, sorted.
-func enabledNames(transports map[string]Transport) []string {
-	var names []string
-	for name, t := range transports {
-		if t.Enabled {
-			names = append(names, name)
-		}
-	}
-	sort.Strings(names)
-	return names
 }

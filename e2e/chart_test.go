@@ -664,12 +664,7 @@ func TestHelmNotesSuggestFittingExample(t *testing.T) {
 			if err := os.WriteFile(cfgPath, []byte(rendered), 0o600); err != nil {
 				t.Fatal(err)
 			}
-			var enabled []string
-			for _, name := range cfg.TransportNames() {
-				if cfg.Transports[name].Enabled {
-					enabled = append(enabled, name)
-				}
-			}
+			enabled := cfg.EnabledNames()
 			// fits checks the AsyncActors of the file at path.
 			fits := func(what, path string) {
 				actors, err := readYAMLDocs(path)
