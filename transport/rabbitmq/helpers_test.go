@@ -93,24 +93,30 @@ func ensuredActor(t *testing.T, ctx context.Context, r *Broker, prefix string) s
 }
 
 func cleanupRabbitQueues(t *testing.T, actors ...string) {
-	t.Cleanup(func() {
-		conn, err := amqp.Dial(testenv.RabbitURL())
-		if err != nil {
-			return
-		}
-		defer conn.Close()
-		ch, err := conn.Channel()
-		if err != nil {
-			return
-		}
-		for _, actor := range actors {
-			q := transport.Queue{Actor: actor}
-			for _, name := range []string{q.Name(), q.DLQName()} {
-				ch.QueueDelete(name, false, false, false)
-				ch.ExchangeDelete(OwnerRecord(name), false, false)
-			}
-		}
-	})
+	var queues []string
+	for _, actor := range actors {
+		q := transport.Queue{Actor: actor}
+		queues = append(queues, q.Name(), q.DLQName())
+	}
+	t.Cleanup(func() { deleteQueuesAndRecords(queues) })
+}
+
+// deleteQueuesAndRecords deletes the queues and their owner records, as
+// far as the broker lets it: a test's cleanup.
+func deleteQueuesAndRecords(queues []string) {
+	conn, err := amqp.Dial(testenv.RabbitURL())
+	if err != nil {
+		return
+	}
+	defer conn.Close()
+	ch, err := conn.Channel()
+	if err != nil {
+		return
+	}
+	for _, q := range queues {
+		ch.QueueDelete(q, false, false, false)
+		ch.ExchangeDelete(OwnerRecord(q), false, false)
+	}
 }
 
 func deleteTestExchange() {

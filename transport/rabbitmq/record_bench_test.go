@@ -7,8 +7,6 @@ import (
 	"os"
 	"testing"
 
-	amqp "github.com/rabbitmq/amqp091-go"
-
 	"github.com/asya-sh/asya-sync/internal/testenv"
 	"github.com/asya-sh/asya-sync/transport"
 )
@@ -114,20 +112,4 @@ func TestOwnerRecordMemory(t *testing.T) {
 	}
 	after := mnesia()
 	t.Logf("%d owner records: mnesia %d → %d bytes, %d bytes per record", n, before, after, (after-before)/n)
-}
-
-func deleteQueuesAndRecords(queues []string) {
-	conn, err := amqp.Dial(testenv.RabbitURL())
-	if err != nil {
-		return
-	}
-	defer conn.Close()
-	ch, err := conn.Channel()
-	if err != nil {
-		return
-	}
-	for _, q := range queues {
-		ch.QueueDelete(q, false, false, false)
-		ch.ExchangeDelete(OwnerRecord(q), false, false)
-	}
 }
