@@ -22,4 +22,4 @@ var generations = map[v1alpha1.Generation]generation{
 	v1alpha1.Flat:   flat{},
 }
 
-func (in Input) generation() generation { return generations[in.Actor.Spec.Generation] }
+func (in Input) generation() generation { return generations[in.Actor.Spec.AsyaGeneration] }

@@ -27,7 +27,7 @@ func TestActorLabels(t *testing.T) {
 		v1alpha1.LabelFlatActor:      "other",
 	}
 	flat := func(s *v1alpha1.AsyncActorSpec) {
-		s.Generation = v1alpha1.Flat
+		s.AsyaGeneration = v1alpha1.Flat
 		s.Transport = ""
 		s.Actor, s.Image, s.Handler = "echo-actor", "ghcr.io/acme/echo:1", "echo.handle"
 	}

@@ -73,7 +73,7 @@ func restrictedContext() *corev1.SecurityContext {
 const HTTPRuntimeFlag = "--http"
 
 func (in Input) runtimeWriterCommand() []string {
-	if in.Actor.Spec.Generation == v1alpha1.Flat {
+	if in.Actor.Spec.AsyaGeneration == v1alpha1.Flat {
 		return []string{runtimeWriterBinary, "write-runtime", HTTPRuntimeFlag, RuntimeScriptPath}
 	}
 	return []string{runtimeWriterBinary, "write-runtime", RuntimeScriptPath}

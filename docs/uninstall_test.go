@@ -24,7 +24,7 @@ import (
 func flatActor(ns, actor string) *v1alpha1.AsyncActor {
 	a := &v1alpha1.AsyncActor{}
 	a.Name, a.Namespace = actor, ns
-	a.Spec.Generation = v1alpha1.Flat
+	a.Spec.AsyaGeneration = v1alpha1.Flat
 	a.Spec.Actor, a.Spec.Image, a.Spec.Handler = actor, "python:3.12-slim", "h.process"
 	return a
 }

@@ -21,7 +21,7 @@ func TestColumnFields(t *testing.T) {
 	}
 	flat := func(edit func(*v1alpha1.AsyncActorSpec)) *v1alpha1.AsyncActor {
 		a := newActor()
-		spec := v1alpha1.AsyncActorSpec{Generation: v1alpha1.Flat}
+		spec := v1alpha1.AsyncActorSpec{AsyaGeneration: v1alpha1.Flat}
 		spec.Actor, spec.Image, spec.Handler = "echo", "ghcr.io/acme/echo:1.2.0", "echo.handle"
 		if edit != nil {
 			edit(&spec)

@@ -18,7 +18,7 @@ func TestFlatStatus(t *testing.T) {
 	flat := func(scaling bool) Input {
 		in := input()
 		a := &v1alpha1.AsyncActor{TypeMeta: in.Actor.TypeMeta, ObjectMeta: in.Actor.ObjectMeta}
-		a.Spec.Generation = v1alpha1.Flat
+		a.Spec.AsyaGeneration = v1alpha1.Flat
 		a.Spec.Actor, a.Spec.Image, a.Spec.Handler = "echo", "ghcr.io/acme/echo:1.2.0", "echo.handle"
 		a.Spec.Scaling.Enabled = ptr(scaling)
 		a.Spec = a.Spec.WithDefaults()

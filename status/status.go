@@ -196,7 +196,7 @@ func Compute(in Input) Result {
 	o.setReplicaFields(&st)
 	setOperatorSummaries(&st)
 	st.Status = o.statusValue()
-	if o.actor.Spec.Generation == v1alpha1.Flat {
+	if o.actor.Spec.AsyaGeneration == v1alpha1.Flat {
 		st.FlatStatus = flatStatus(&st, in.QueueIdentifier, in.QueueURL)
 	}
 	return Result{Status: st, ResyncAfter: o.resyncAfter(&st)}

@@ -120,7 +120,7 @@ func (h *Handler) childrenInput(a *assessment) children.Input {
 		Standby:                a.standby,
 		Held:                   a.held,
 	}
-	if a.actor.Spec.Generation == v1alpha1.Flat {
+	if a.actor.Spec.AsyaGeneration == v1alpha1.Flat {
 		in.SidecarImage = h.Config.FlatActors.SidecarImage
 		in.RuntimeScript, in.RuntimeHash = h.FlatScript.Source, h.FlatScript.Hash
 		in.Sink, in.Sump = h.Config.FlatActors.Sink, h.Config.FlatActors.Sump
@@ -132,7 +132,7 @@ func (h *Handler) childrenInput(a *assessment) children.Input {
 // serviceDefaults completes the actor with what the service configuration
 // decides: the transport of a flat actor that names none.
 func (h *Handler) serviceDefaults(actor *v1alpha1.AsyncActor) {
-	if actor.Spec.Generation == v1alpha1.Flat && actor.Spec.Transport == "" {
+	if actor.Spec.AsyaGeneration == v1alpha1.Flat && actor.Spec.Transport == "" {
 		actor.Spec.Transport = h.Config.FlatActors.Transport
 	}
 }
@@ -147,7 +147,7 @@ func (h *Handler) claim(a *assessment) finalize.Claim {
 	return finalize.Claim{Actor: a.actor, Owner: a.owner, Mine: a.mine,
 		KeyedByName: a.req.Related.AsyncActors.KeyedByName(), Unmanaged: !a.transport.Kind.ManageQueues(),
 		NotCreated: a.transport.Kind.ManageQueues() && !a.transport.Kind.AutoCreateQueues(),
-		Shared:     a.actor.Spec.Generation == v1alpha1.Flat && h.Config.FlatActors.Ends(a.actor.Spec.Actor)}
+		Shared:     a.actor.Spec.AsyaGeneration == v1alpha1.Flat && h.Config.FlatActors.Ends(a.actor.Spec.Actor)}
 }
 
 // kedaMissing: Metacontroller sent no ScaledObject group, so the cluster
@@ -198,7 +198,7 @@ func heldAdvice(actor *v1alpha1.AsyncActor, queue string) string {
 			"and leaves the queue alone; rename that actor, or delete it to hand the queue over"
 	}
 	name := "metadata.name"
-	if actor.Spec.Generation == v1alpha1.Flat {
+	if actor.Spec.AsyaGeneration == v1alpha1.Flat {
 		name = "spec.actor"
 	}
 	return fmt.Sprintf("this actor runs no replicas and leaves the queue alone; rename this actor (%s), "+

@@ -36,7 +36,7 @@ func (h *Handler) Customize(req *hook.CustomizeRequest) *hook.CustomizeResponse 
 			LabelSelector: &hook.LabelSelector{MatchLabels: map[string]string{children.LabelActor: name}}})
 	}
 	switch {
-	case watch.Namesakes && actor.Spec.Generation == v1alpha1.Flat:
+	case watch.Namesakes && actor.Spec.AsyaGeneration == v1alpha1.Flat:
 		// Flat actors claim asya-<namespace>-<actor>, spec.actor being no
 		// name Metacontroller can select by: every actor of the namespace.
 		rules = append(rules, hook.RelatedResourceRule{APIVersion: v1alpha1.GroupVersion.String(), Resource: v1alpha1.Resource, Namespace: ns})

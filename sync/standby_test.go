@@ -13,7 +13,7 @@ import (
 func TestStandBy(t *testing.T) {
 	actor := &v1alpha1.AsyncActor{}
 	actor.Namespace, actor.Name = "x-b", "doubler"
-	actor.Spec.Generation, actor.Spec.Actor, actor.Spec.Transport = v1alpha1.Flat, "doubler", "mq"
+	actor.Spec.AsyaGeneration, actor.Spec.Actor, actor.Spec.Transport = v1alpha1.Flat, "doubler", "mq"
 	own := &transport.Held{Queue: "asya-x-b-doubler", Holder: "x/b-doubler"}
 	sink := &transport.Held{Queue: "asya-x-b-x-sink", Holder: "x/b-x-sink"}
 	down := &transport.Error{Reason: transport.ReasonBrokerUnavailable, Message: "down"}

@@ -26,7 +26,7 @@ const (
 // errors at admission; they are checked again for actors that reach the
 // hook without that CRD (render, older installs).
 func validate(name string, spec v1alpha1.AsyncActorSpec, t config.Transport) []string {
-	if spec.Generation == v1alpha1.Flat {
+	if spec.AsyaGeneration == v1alpha1.Flat {
 		return validateFlat(spec)
 	}
 	problems := validateName(name)

@@ -38,7 +38,7 @@ func TestOwner(t *testing.T) {
 			out.DeletionTimestamp = &out.CreationTimestamp
 		}
 		if a.flat != "" {
-			out.Spec.Generation, out.Spec.Actor = v1alpha1.Flat, a.flat
+			out.Spec.AsyaGeneration, out.Spec.Actor = v1alpha1.Flat, a.flat
 		}
 		return out
 	}

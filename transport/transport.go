@@ -71,7 +71,7 @@ func (q Queue) Claim() string { return claimOf(q.Scoped, q.Namespace, q.Actor) }
 // QueueOf is the queue of an actor, with the settings that shape it.
 func QueueOf(actor *v1alpha1.AsyncActor) Queue {
 	q := Queue{Actor: actor.Name, Namespace: actor.Namespace, ProcessingTimeout: actor.Spec.Timeout.Processing}
-	if actor.Spec.Generation == v1alpha1.Flat {
+	if actor.Spec.AsyaGeneration == v1alpha1.Flat {
 		q.Actor, q.Scoped = actor.Spec.Actor, true
 	}
 	return q
@@ -85,7 +85,7 @@ func QueueOf(actor *v1alpha1.AsyncActor) Queue {
 // timeout: with each actor's own, actors of different timeouts would keep
 // rewriting an SQS sink's visibility timeout.
 func EndQueues(actor *v1alpha1.AsyncActor, sink, sump string) []Queue {
-	if actor.Spec.Generation != v1alpha1.Flat {
+	if actor.Spec.AsyaGeneration != v1alpha1.Flat {
 		return nil
 	}
 	var out []Queue

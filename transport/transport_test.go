@@ -15,7 +15,7 @@ import (
 func TestEndQueuesSharedSettings(t *testing.T) {
 	flat := func(actor string, processing int32) *v1alpha1.AsyncActor {
 		return &v1alpha1.AsyncActor{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: actor},
-			Spec: v1alpha1.AsyncActorSpec{Generation: v1alpha1.Flat, CurrentSpec: v1alpha1.CurrentSpec{Actor: actor},
+			Spec: v1alpha1.AsyncActorSpec{AsyaGeneration: v1alpha1.Flat, CurrentSpec: v1alpha1.CurrentSpec{Actor: actor},
 				Timeout: v1alpha1.TimeoutSpec{Processing: processing}}}
 	}
 	fast, slow := EndQueues(flat("fast", 10), "x-sink", "x-sump"), EndQueues(flat("slow", 900), "x-sink", "x-sump")

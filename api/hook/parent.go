@@ -55,6 +55,6 @@ func decodeSpec(raw json.RawMessage, spec *v1alpha1.AsyncActorSpec) error {
 	if err := json.Unmarshal(raw, spec); err != nil {
 		return fmt.Errorf("spec: %w", err)
 	}
-	spec.Generation = gen
+	spec.AsyaGeneration = gen
 	return shapeErr
 }

@@ -15,7 +15,7 @@ import (
 func TestFlatDefaults(t *testing.T) {
 	flat := func(c CurrentSpec) AsyncActorSpec {
 		c.Actor, c.Image, c.Handler = "echo", "python:3.12", "echo.handle"
-		return AsyncActorSpec{Generation: Flat, CurrentSpec: c}
+		return AsyncActorSpec{AsyaGeneration: Flat, CurrentSpec: c}
 	}
 	tests := []struct {
 		name string
@@ -68,7 +68,7 @@ func TestRetryDefaults(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			spec := AsyncActorSpec{Generation: Flat, CurrentSpec: CurrentSpec{Actor: "echo", Image: "i", Handler: "m.f", Resiliency: tc.in}}
+			spec := AsyncActorSpec{AsyaGeneration: Flat, CurrentSpec: CurrentSpec{Actor: "echo", Image: "i", Handler: "m.f", Resiliency: tc.in}}
 			before := jsonCopy(t, spec.Resiliency)
 			got := spec.WithDefaults()
 			if diff := cmp.Diff(tc.want, got.Resiliency); diff != "" {
@@ -121,7 +121,7 @@ func TestFlatSidecarImage(t *testing.T) {
 			if err := json.Unmarshal([]byte(raw), &spec); err != nil {
 				t.Fatal(err)
 			}
-			spec.Generation = Flat
+			spec.AsyaGeneration = Flat
 			got := spec.WithDefaults().Sidecar
 			if ref := got.Image.Reference(); ref != tc.want {
 				t.Errorf("sidecar image %q, want %q", ref, tc.want)

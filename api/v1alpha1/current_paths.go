@@ -28,7 +28,7 @@ const modelTemplate = "spec.workload.template"
 // spec FieldPath names the flat field each part (or path, without parts)
 // comes from, joined by ", " when they differ.
 func (spec AsyncActorSpec) FieldPath(path string, parts ...string) string {
-	if spec.Generation != Flat {
+	if spec.AsyaGeneration != Flat {
 		return path
 	}
 	if len(parts) == 0 {

@@ -10,7 +10,7 @@ import (
 )
 
 func TestFieldPath(t *testing.T) {
-	flat := AsyncActorSpec{Generation: Flat, Transport: "mq", CurrentSpec: CurrentSpec{
+	flat := AsyncActorSpec{AsyaGeneration: Flat, Transport: "mq", CurrentSpec: CurrentSpec{
 		Actor: "echo", Image: "python:3.12", Handler: "echo.handle",
 		Env:            []corev1.EnvVar{{Name: "A", Value: "1"}},
 		Volumes:        []runtime.RawExtension{{Raw: []byte(`{"name":"data","emptyDir":{}}`)}},

@@ -23,7 +23,7 @@ const (
 // WithDefaults returns a copy of spec with every unset field defaulted. The
 // sidecar image is left alone: its default comes from the service config.
 func (spec AsyncActorSpec) WithDefaults() AsyncActorSpec {
-	if spec.Generation == Flat {
+	if spec.AsyaGeneration == Flat {
 		spec = spec.flatModel()
 	}
 	if spec.Sidecar.ImagePullPolicy == "" {

@@ -92,9 +92,10 @@ type AsyncActorSpec struct {
 	CurrentSpec `json:",inline"`
 	ClaimFields `json:",inline"`
 
-	// Generation is what the spec's shape says (ShapeOf), set when the
-	// spec is decoded; never serialized.
-	Generation Generation `json:"-"`
+	// AsyaGeneration is the Asya generation the spec is written for, as its
+	// shape says (ShapeOf), set when the spec is decoded; never serialized,
+	// and unrelated to metadata.generation.
+	AsyaGeneration Generation `json:"-"`
 }
 
 // SidecarSpec configures the injected asya-sidecar container, which pulls
