@@ -13,7 +13,16 @@ import (
 // asya-<namespace>-<actor>.
 type flat struct{}
 
-func (flat) isEndActor(in Input) bool { return in.Actor.Spec.CurrentSpec.IsEndActor() }
+// runtimeEnv: the end actors' validation off right after ASYA_HANDLER,
+// where upstream's compositions write it. A user's entry of the same name
+// is a collision, which the sync reports.
+func (flat) runtimeEnv(in Input, env []corev1.EnvVar) []corev1.EnvVar {
+	if !in.endsRoutes() {
+		return env
+	}
+	at := slices.IndexFunc(env, func(e corev1.EnvVar) bool { return e.Name == "ASYA_HANDLER" }) + 1
+	return slices.Insert(slices.Clone(env), at, validationOff)
+}
 
 // Prefixes of the actor's labels its children do not carry, as upstream's
 // compositions leave them out: Crossplane's bookkeeping, and the
@@ -52,15 +61,15 @@ func (f flat) sidecarEnv(in Input) []corev1.EnvVar {
 		value("ASYA_SOCKET_DIR", SocketDir),
 		value("ASYA_ACTOR_NAME", spec.Actor),
 		value("ASYA_NAMESPACE", in.Actor.Namespace),
-		value("ASYA_ACTOR_SINK", in.Sink),
-		value("ASYA_ACTOR_SUMP", in.Sump),
+		value("ASYA_ACTOR_SINK", in.Ends.Sink),
+		value("ASYA_ACTOR_SUMP", in.Ends.Sump),
 		value("ASYA_TRANSPORT", in.Transport.Type()),
 	}
 	env = append(env, in.Transport.SidecarEnv(in.queue())...)
 	if in.GatewayURL != "" {
 		env = append(env, value(gatewayURLEnv, in.GatewayURL))
 	}
-	if f.isEndActor(in) {
+	if in.endsRoutes() {
 		env = append(env, value("ASYA_IS_END_ACTOR", "true"))
 	}
 	env = append(env, resiliencyEnv(in)...)

@@ -7,13 +7,13 @@ import (
 )
 
 // generation is what the children of one Asya generation have of their
-// own: the sidecar's environment, which actors end routes, and which of
+// own: the sidecar's environment, what the runtime's adds, and which of
 // the actor's labels its children carry. Everything else (the workload,
 // its hardening, the runtime's wiring, KEDA) is built alike for both, from
 // the model a flat spec is written into.
 type generation interface {
 	sidecarEnv(in Input) []corev1.EnvVar
-	isEndActor(in Input) bool
+	runtimeEnv(in Input, env []corev1.EnvVar) []corev1.EnvVar
 	actorLabels(in Input) map[string]string
 }
 
@@ -23,3 +23,9 @@ var generations = map[v1alpha1.Generation]generation{
 }
 
 func (in Input) generation() generation { return generations[in.Actor.Spec.AsyaGeneration] }
+
+// endsRoutes: the actor's sidecar runs in end mode and its runtime skips
+// validation (v1alpha1.Ends).
+func (in Input) endsRoutes() bool { return in.Ends.EndsRoutes(in.Actor) }
+
+var validationOff = corev1.EnvVar{Name: "ASYA_ENABLE_VALIDATION", Value: "false"}

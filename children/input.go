@@ -49,8 +49,9 @@ type Input struct {
 	// ClaimTemplates are the StatefulSet's volume claim templates, decoded
 	// from spec.workload.volumeClaimTemplates.
 	ClaimTemplates []corev1.PersistentVolumeClaim
-	// Sink and Sump end every route of a flat actor's namespace.
-	Sink, Sump string
+	// Ends are the service's sink and sump, which end every route of a
+	// flat actor's namespace.
+	Ends v1alpha1.Ends
 	// HardenRuntime gives the runtime container, unless it has one, the
 	// securityContext Pod Security "restricted" asks for (a flat actor in
 	// a namespace that enforces it: its spec cannot say).

@@ -4,20 +4,20 @@ import (
 	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
+
+	"github.com/asya-sh/asya-sync/api/v1alpha1"
 )
 
 // nested renders what is particular to Asya 0.3 actors.
 type nested struct{}
 
-// End actors' names.
-const (
-	HappyEnd = "happy-end"
-	ErrorEnd = "error-end"
-)
-
-// isEndActor reports whether the actor ends a route.
-func (nested) isEndActor(in Input) bool {
-	return in.Actor.Name == HappyEnd || in.Actor.Name == ErrorEnd
+// runtimeEnv: the end actors' validation off, unless the user's
+// container sets it.
+func (nested) runtimeEnv(in Input, env []corev1.EnvVar) []corev1.EnvVar {
+	if in.endsRoutes() {
+		env = addEnv(env, validationOff)
+	}
+	return env
 }
 
 // actorLabels: none. The Asya operator gave a 0.3 actor's children only
@@ -36,14 +36,14 @@ func (nested) sidecarEnv(in Input) []corev1.EnvVar {
 		env = append(env, gw)
 	}
 	env = append(env,
-		value("ASYA_ACTOR_HAPPY_END", HappyEnd),
-		value("ASYA_ACTOR_ERROR_END", ErrorEnd),
+		value("ASYA_ACTOR_HAPPY_END", v1alpha1.HappyEnd),
+		value("ASYA_ACTOR_ERROR_END", v1alpha1.ErrorEnd),
 		value("ASYA_RUNTIME_TIMEOUT", fmt.Sprintf("%ds", in.Actor.Spec.Timeout.Processing)),
 		value("ASYA_SOCKET_DIR", SocketDir),
 		value("ASYA_TRANSPORT", in.Transport.Type()),
 	)
 	env = append(env, in.Transport.SidecarEnv(in.queue())...)
-	if in.generation().isEndActor(in) {
+	if in.endsRoutes() {
 		env = append(env, value("ASYA_IS_END_ACTOR", "true"))
 	}
 	return env

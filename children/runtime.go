@@ -88,9 +88,7 @@ func (in Input) wireRuntime(c *corev1.Container) {
 		c.SecurityContext = restrictedContext()
 	}
 	c.Env = setEnv(c.Env, corev1.EnvVar{Name: "ASYA_SOCKET_DIR", Value: SocketDir})
-	if in.generation().isEndActor(in) {
-		c.Env = addEnv(c.Env, corev1.EnvVar{Name: "ASYA_ENABLE_VALIDATION", Value: "false"})
-	}
+	c.Env = in.generation().runtimeEnv(in, c.Env)
 	c.VolumeMounts = addMounts(c.VolumeMounts, append(sharedMounts(),
 		corev1.VolumeMount{Name: volumeRuntime, MountPath: RuntimeScriptPath, SubPath: RuntimeScriptKey, ReadOnly: true}))
 	if c.StartupProbe == nil {

@@ -1,6 +1,10 @@
 package config
 
-import "fmt"
+import (
+	"fmt"
+
+	"github.com/asya-sh/asya-sync/api/v1alpha1"
+)
 
 // FlatActors configures the actors written in the flat shape of upstream
 // Asya 0.5+ and 1.x (docs/design.md#two-generations).
@@ -19,8 +23,8 @@ type FlatActors struct {
 	Sump string `json:"sump"`
 }
 
-// Ends reports whether the flat actor is the namespace's sink or sump.
-func (f FlatActors) Ends(actor string) bool { return actor == f.Sink || actor == f.Sump }
+// Ends are the actors that end the routes of a flat namespace.
+func (f FlatActors) Ends() v1alpha1.Ends { return v1alpha1.Ends{Sink: f.Sink, Sump: f.Sump} }
 
 // Upstream's defaults for flat actors.
 const (

@@ -58,7 +58,7 @@ func TestUninstallNamesWhatTheCodeNames(t *testing.T) {
 func TestUninstallRemovesWhatFinalizeLeaves(t *testing.T) {
 	const ns = "team-a"
 	var ends []string
-	for _, q := range transport.EndQueues(flatActor(ns, "text-analyzer"), config.DefaultSink, config.DefaultSump) {
+	for _, q := range transport.EndQueues(ns, config.FlatActors{Sink: config.DefaultSink, Sump: config.DefaultSump}.Ends().QueuesOf(flatActor(ns, "text-analyzer"))) {
 		ends = append(ends, q.Name(), q.DLQName())
 		sink := flatActor(ns, q.Actor)
 		if _, kept := finalize.Kept(finalize.Claim{Actor: sink, Mine: true, Shared: true}); !kept {

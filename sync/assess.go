@@ -119,11 +119,11 @@ func (h *Handler) childrenInput(a *assessment) children.Input {
 		ScalingActive:          a.scalingActive,
 		Standby:                a.standby,
 		Held:                   a.held,
+		Ends:                   h.Config.FlatActors.Ends(),
 	}
 	if a.actor.Spec.AsyaGeneration == v1alpha1.Flat {
 		in.SidecarImage = h.Config.FlatActors.SidecarImage
 		in.RuntimeScript, in.RuntimeHash = h.FlatScript.Source, h.FlatScript.Hash
-		in.Sink, in.Sump = h.Config.FlatActors.Sink, h.Config.FlatActors.Sump
 		in.HardenRuntime = a.enforcesRestricted()
 	}
 	return in
@@ -139,7 +139,7 @@ func (h *Handler) serviceDefaults(actor *v1alpha1.AsyncActor) {
 
 // endQueues are the namespace's sink and sump, for a flat actor.
 func (h *Handler) endQueues(actor *v1alpha1.AsyncActor) []transport.Queue {
-	return transport.EndQueues(actor, h.Config.FlatActors.Sink, h.Config.FlatActors.Sump)
+	return transport.EndQueues(actor.Namespace, h.Config.FlatActors.Ends().QueuesOf(actor))
 }
 
 // claim is what finalize decides the queue's fate from.
@@ -147,7 +147,7 @@ func (h *Handler) claim(a *assessment) finalize.Claim {
 	return finalize.Claim{Actor: a.actor, Owner: a.owner, Mine: a.mine,
 		KeyedByName: a.req.Related.AsyncActors.KeyedByName(), Unmanaged: !a.transport.Kind.ManageQueues(),
 		NotCreated: a.transport.Kind.ManageQueues() && !a.transport.Kind.AutoCreateQueues(),
-		Shared:     a.actor.Spec.AsyaGeneration == v1alpha1.Flat && h.Config.FlatActors.Ends(a.actor.Spec.Actor)}
+		Shared:     h.Config.FlatActors.Ends().Shares(a.actor)}
 }
 
 // kedaMissing: Metacontroller sent no ScaledObject group, so the cluster

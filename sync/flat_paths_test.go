@@ -37,7 +37,7 @@ func TestFlatMessagesNameFlatFields(t *testing.T) {
 			"WorkloadReady", `the ASYA_HANDLER asya-sync sets from spec.handler and spec.env[name=ASYA_HANDLER]: entries {"name":"ASYA_HANDLER","value":"echo.handle"}`},
 		{"env of a system actor naming ASYA_ENABLE_VALIDATION",
 			"{actor: x-sink, image: python:3.12, handler: sink.handle, env: [{name: ASYA_ENABLE_VALIDATION, value: 'true'}]}", false, nil,
-			"WorkloadReady", `the ASYA_ENABLE_VALIDATION=false asya-sync sets for the system actor x-sink and spec.env[name=ASYA_ENABLE_VALIDATION]: entries`},
+			"WorkloadReady", `the ASYA_ENABLE_VALIDATION=false asya-sync sets for an actor that ends routes and spec.env[name=ASYA_ENABLE_VALIDATION]: entries`},
 		{"env and secretRefs of one variable",
 			base + "env: [{name: KEY, value: x}], secretRefs: [{secretName: keys, keys: [{key: api, envVar: KEY}]}]}", false, nil,
 			"WorkloadReady", `spec.env[name=KEY] and spec.secretRefs[secretName=keys].keys[envVar=KEY]: entries`},

@@ -77,22 +77,16 @@ func QueueOf(actor *v1alpha1.AsyncActor) Queue {
 	return q
 }
 
-// EndQueues are the queues a flat actor's sidecar ends routes in, the
-// namespace's sink and sump: they must exist before any message reaches
-// them, whether or not their actors run yet. A nested actor has none of
-// its own to ensure. They are shared by every actor of the namespace, so
-// each ensures them with the same settings, the default processing
-// timeout: with each actor's own, actors of different timeouts would keep
-// rewriting an SQS sink's visibility timeout.
-func EndQueues(actor *v1alpha1.AsyncActor, sink, sump string) []Queue {
-	if actor.Spec.AsyaGeneration != v1alpha1.Flat {
-		return nil
-	}
-	var out []Queue
-	for _, name := range []string{sink, sump} {
-		if name != actor.Spec.Actor {
-			out = append(out, Queue{Actor: name, Namespace: actor.Namespace, ProcessingTimeout: v1alpha1.DefaultProcessing, Scoped: true})
-		}
+// EndQueues are the queues of a flat namespace's actors that end routes
+// (v1alpha1.Ends.QueuesOf): they must exist before any message reaches
+// them, whether or not their actors run yet. They are shared by every
+// actor of the namespace, so each ensures them with the same settings, the
+// default processing timeout: with each actor's own, actors of different
+// timeouts would keep rewriting an SQS sink's visibility timeout.
+func EndQueues(namespace string, actors []string) []Queue {
+	out := make([]Queue, 0, len(actors))
+	for _, name := range actors {
+		out = append(out, Queue{Actor: name, Namespace: namespace, ProcessingTimeout: v1alpha1.DefaultProcessing, Scoped: true})
 	}
 	return out
 }

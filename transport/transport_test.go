@@ -4,31 +4,20 @@ import (
 	"slices"
 	"testing"
 
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-
 	"github.com/asya-sh/asya-sync/api/v1alpha1"
 )
 
 // TestEndQueuesSharedSettings: every flat actor of a namespace ensures the
-// sink and sump with one set of settings, whatever its own timeout, so
-// that no two actors keep rewriting a shared queue.
+// sink and sump with one set of settings, so that no two actors keep
+// rewriting a shared queue.
 func TestEndQueuesSharedSettings(t *testing.T) {
-	flat := func(actor string, processing int32) *v1alpha1.AsyncActor {
-		return &v1alpha1.AsyncActor{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: actor},
-			Spec: v1alpha1.AsyncActorSpec{AsyaGeneration: v1alpha1.Flat, CurrentSpec: v1alpha1.CurrentSpec{Actor: actor},
-				Timeout: v1alpha1.TimeoutSpec{Processing: processing}}}
+	got := EndQueues("ns", []string{"x-sink", "x-sump"})
+	want := []Queue{{Actor: "x-sink", Namespace: "ns", ProcessingTimeout: v1alpha1.DefaultProcessing, Scoped: true},
+		{Actor: "x-sump", Namespace: "ns", ProcessingTimeout: v1alpha1.DefaultProcessing, Scoped: true}}
+	if !slices.Equal(got, want) {
+		t.Errorf("end queues %+v, want %+v", got, want)
 	}
-	fast, slow := EndQueues(flat("fast", 10), "x-sink", "x-sump"), EndQueues(flat("slow", 900), "x-sink", "x-sump")
-	if len(fast) != 2 || !slices.Equal(fast, slow) {
-		t.Errorf("end queues differ by actor: %+v and %+v", fast, slow)
-	}
-	if fast[0].Name() != "asya-ns-x-sink" || fast[1].Name() != "asya-ns-x-sump" {
-		t.Errorf("end queues %s, %s", fast[0].Name(), fast[1].Name())
-	}
-	if got := EndQueues(flat("x-sink", 10), "x-sink", "x-sump"); len(got) != 1 || got[0].Name() != "asya-ns-x-sump" {
-		t.Errorf("the sink's own end queues: %+v, want the sump only", got)
-	}
-	if got := EndQueues(&v1alpha1.AsyncActor{}, "x-sink", "x-sump"); got != nil {
-		t.Errorf("a nested actor's end queues: %+v, want none", got)
+	if got[0].Name() != "asya-ns-x-sink" || got[1].Name() != "asya-ns-x-sump" {
+		t.Errorf("end queues %s, %s", got[0].Name(), got[1].Name())
 	}
 }

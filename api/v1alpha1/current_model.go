@@ -36,11 +36,6 @@ const (
 // upstream's compositions label them.
 const LabelFlatActor = "asya.sh/actor"
 
-// FlatEndActors are the system actors of the flat generation: the sink and
-// sump, which end a route, and 0.3's names, which upstream's compositions
-// still treat as system actors.
-var FlatEndActors = []string{"x-sink", "x-sump", "happy-end", "error-end"}
-
 // flatModel writes a flat spec into the model every builder reads: the pod
 // template from image, handler, env and the rest, scaling with upstream's
 // flat defaults, and the per-message timeout from resiliency.actorTimeout.
@@ -146,16 +141,6 @@ func (i SidecarImage) upstreamDefault() bool {
 		i.Ref == "" && i.Repository == upstreamSidecarRepository && i.Tag == ""
 }
 
-// IsEndActor reports whether the flat actor is a system actor.
-func (c CurrentSpec) IsEndActor() bool {
-	for _, a := range FlatEndActors {
-		if c.Actor == a {
-			return true
-		}
-	}
-	return false
-}
-
 // ActorTimeout is resiliency.actorTimeout, or the sidecar's default when
 // it is unset or not a positive duration (validation reports the latter).
 func (c CurrentSpec) ActorTimeout() time.Duration {
@@ -168,13 +153,11 @@ func (c CurrentSpec) ActorTimeout() time.Duration {
 }
 
 // runtimeEnv is the runtime container's environment, in upstream's order:
-// the handler, validation off for system actors, the user's variables,
-// the Secret keys.
+// the handler, the user's variables, the Secret keys. Validation off for
+// the actors that end routes comes after the handler, from the builders,
+// which know the configured sink and sump (Ends).
 func (c CurrentSpec) runtimeEnv() []corev1.EnvVar {
 	env := []corev1.EnvVar{{Name: "ASYA_HANDLER", Value: c.Handler}}
-	if c.IsEndActor() {
-		env = append(env, corev1.EnvVar{Name: "ASYA_ENABLE_VALIDATION", Value: "false"})
-	}
 	env = append(env, c.Env...)
 	for _, ref := range c.SecretRefs {
 		for _, k := range ref.Keys {

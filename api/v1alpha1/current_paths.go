@@ -151,11 +151,11 @@ func (spec AsyncActorSpec) runtimeEnvPath(entry string) string {
 	}
 	c := spec.CurrentSpec
 	var from []string // in the order runtimeEnv writes them
-	switch {
-	case name == "ASYA_HANDLER":
+	switch name {
+	case "ASYA_HANDLER":
 		from = append(from, "the ASYA_HANDLER asya-sync sets from spec.handler")
-	case name == "ASYA_ENABLE_VALIDATION" && c.IsEndActor():
-		from = append(from, fmt.Sprintf("the ASYA_ENABLE_VALIDATION=false asya-sync sets for the system actor %s", c.Actor))
+	case "ASYA_ENABLE_VALIDATION": // two entries only where asya-sync sets it too
+		from = append(from, "the ASYA_ENABLE_VALIDATION=false asya-sync sets for an actor that ends routes")
 	}
 	if slices.ContainsFunc(c.Env, func(e corev1.EnvVar) bool { return e.Name == name }) {
 		from = append(from, fmt.Sprintf("spec.env[name=%s]", name))
