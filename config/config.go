@@ -20,6 +20,7 @@ import (
 
 	asyaruntime "github.com/asya-sh/asya-sync/runtime"
 	"github.com/asya-sh/asya-sync/transport"
+	"github.com/asya-sh/asya-sync/transport/brokers"
 )
 
 // Config is the whole service configuration.
@@ -71,7 +72,7 @@ var WatchAll = Watch{Pods: true, Secrets: true, Namesakes: true}
 type Transport struct {
 	Name    string
 	Enabled bool
-	Kind    transport.Kind
+	Kind    brokers.Kind
 }
 
 // DefaultQueueCacheTTL is queueCacheTTL when the key is absent (docs/design.md#service-configuration).
@@ -223,8 +224,8 @@ func (c *Config) EnabledNames() []string {
 }
 
 // Enabled returns the kinds of the enabled transports, by name.
-func (c *Config) Enabled() map[string]transport.Kind {
-	kinds := map[string]transport.Kind{}
+func (c *Config) Enabled() map[string]brokers.Kind {
+	kinds := map[string]brokers.Kind{}
 	for name, t := range c.Transports {
 		if t.Enabled {
 			kinds[name] = t.Kind

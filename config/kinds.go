@@ -4,16 +4,16 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/asya-sh/asya-sync/transport"
+	"github.com/asya-sh/asya-sync/transport/brokers"
 	"github.com/asya-sh/asya-sync/transport/rabbitmq"
 	"github.com/asya-sh/asya-sync/transport/sqs"
 )
 
 // kinds are the transport kinds a configuration may name, by type: one
 // line per kind, each returning the kind's empty settings to decode into.
-var kinds = map[string]func() transport.Kind{
-	rabbitmq.Type: func() transport.Kind { return &rabbitmq.Settings{} },
-	sqs.Type:      func() transport.Kind { return &sqs.Settings{} },
+var kinds = map[string]func() brokers.Kind{
+	rabbitmq.Type: func() brokers.Kind { return &rabbitmq.Settings{} },
+	sqs.Type:      func() brokers.Kind { return &sqs.Settings{} },
 }
 
 // kindTypes lists the types for messages: "a or b", "a, b or c".

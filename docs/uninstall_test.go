@@ -35,12 +35,12 @@ func flatActor(ns, actor string) *v1alpha1.AsyncActor {
 // stuck actor's queue.
 func TestUninstallNamesWhatTheCodeNames(t *testing.T) {
 	doc := readDoc(t, "docs/uninstall.md")
-	for _, name := range []string{v1alpha1.QueueName("<name>"), v1alpha1.FlatQueueName("<namespace>", "<actor>")} {
+	for _, name := range []string{transport.QueueName("<name>"), transport.FlatQueueName("<namespace>", "<actor>")} {
 		if !strings.Contains(doc, "`"+name+"`") {
 			t.Errorf("docs/uninstall.md does not name the queue %s", name)
 		}
 	}
-	for _, name := range []string{v1alpha1.QueueName("NAME"), v1alpha1.FlatQueueName("NS", "ACTOR")} {
+	for _, name := range []string{transport.QueueName("NAME"), transport.FlatQueueName("NS", "ACTOR")} {
 		if !strings.Contains(doc, "rabbitmqctl delete_queue "+name) {
 			t.Errorf("docs/uninstall.md has no command deleting the queue %s", name)
 		}
@@ -58,7 +58,7 @@ func TestUninstallNamesWhatTheCodeNames(t *testing.T) {
 func TestUninstallRemovesWhatFinalizeLeaves(t *testing.T) {
 	const ns = "team-a"
 	var ends []string
-	for _, q := range transport.EndQueues(ns, config.FlatActors{Sink: config.DefaultSink, Sump: config.DefaultSump}.Ends().QueuesOf(flatActor(ns, "text-analyzer"))) {
+	for _, q := range transport.EndQueues(ns, config.FlatActors{Sink: config.DefaultSink, Sump: config.DefaultSump}.Ends().QueuesOf(flatActor(ns, "text-analyzer")), v1alpha1.DefaultProcessing) {
 		ends = append(ends, q.Name(), q.DLQName())
 		sink := flatActor(ns, q.Actor)
 		if _, kept := finalize.Kept(finalize.Claim{Actor: sink, Mine: true, Shared: true}); !kept {
@@ -86,7 +86,7 @@ func TestUninstallRemovesWhatFinalizeLeaves(t *testing.T) {
 
 	doc := readDoc(t, "docs/uninstall.md")
 	for _, name := range []string{
-		v1alpha1.FlatQueueName("<namespace>", config.DefaultSink), v1alpha1.FlatQueueName("<namespace>", config.DefaultSump),
+		transport.FlatQueueName("<namespace>", config.DefaultSink), transport.FlatQueueName("<namespace>", config.DefaultSump),
 		sidecarExchange(t, transport.Queue{Namespace: "<namespace>", Scoped: true}),
 		transport.Queue{Namespace: "<namespace>", Scoped: true, Unroutable: true}.Name(),
 		transport.Queue{Unroutable: true}.Name(),

@@ -65,7 +65,7 @@ func (h *Handler) assess(req *hook.SyncRequest) *assessment {
 		a.problems = append(a.problems, validate(a.actor.Name, a.actor.Spec, a.transport)...)
 		a.problems = append(a.problems, validateRuntimeUpdate(a.actor)...)
 		a.secretProblems = a.checkSecrets()
-		owner, mine := transport.Owner(a.actor, req.Related.AsyncActors.List(), h.Config.FlatActors.Transport)
+		owner, mine := transport.Owner(a.actor, h.claimants(req))
 		a.owner, a.mine, a.standby = owner, mine, !mine
 		if a.standby {
 			a.queue = queueConflict(a.actor, owner)
@@ -137,9 +137,19 @@ func (h *Handler) serviceDefaults(actor *v1alpha1.AsyncActor) {
 	}
 }
 
+// claimants are the related actors, with the service's defaults, that
+// transport.Owner weighs against the parent.
+func (h *Handler) claimants(req *hook.SyncRequest) []*v1alpha1.AsyncActor {
+	actors := req.Related.AsyncActors.List()
+	for _, a := range actors {
+		h.serviceDefaults(a)
+	}
+	return actors
+}
+
 // endQueues are the namespace's sink and sump, for a flat actor.
 func (h *Handler) endQueues(actor *v1alpha1.AsyncActor) []transport.Queue {
-	return transport.EndQueues(actor.Namespace, h.Config.FlatActors.Ends().QueuesOf(actor))
+	return transport.EndQueues(actor.Namespace, h.Config.FlatActors.Ends().QueuesOf(actor), v1alpha1.DefaultProcessing)
 }
 
 // claim is what finalize decides the queue's fate from.

@@ -10,7 +10,7 @@ import (
 
 	"github.com/asya-sh/asya-sync/api/hook"
 	"github.com/asya-sh/asya-sync/config"
-	"github.com/asya-sh/asya-sync/transport"
+	"github.com/asya-sh/asya-sync/transport/brokers"
 )
 
 // NewBrokerHandler is a handler over the real brokers of the service
@@ -22,7 +22,7 @@ func NewBrokerHandler(t *testing.T, yaml string) *Handler {
 	if err != nil {
 		t.Fatal(err)
 	}
-	set, err := transport.Open(cfg.Enabled(), cfg.QueueCacheTTL.Duration, transport.Options{})
+	set, err := brokers.Open(cfg.Enabled(), cfg.QueueCacheTTL.Duration, brokers.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -10,6 +10,7 @@ import (
 	"github.com/asya-sh/asya-sync/api/v1alpha1"
 	"github.com/asya-sh/asya-sync/internal/testenv"
 	hooksync "github.com/asya-sh/asya-sync/sync"
+	"github.com/asya-sh/asya-sync/transport"
 )
 
 // Flat actors of two namespaces that name one queue, namespace X's actor
@@ -37,7 +38,7 @@ func (a flatActor) object() map[string]any {
 	return map[string]any{"apiVersion": "asya.sh/v1alpha1", "kind": "AsyncActor", "metadata": meta, "spec": spec}
 }
 
-func (a flatActor) queue() string { return v1alpha1.FlatQueueName(a.namespace, a.actor) }
+func (a flatActor) queue() string { return transport.FlatQueueName(a.namespace, a.actor) }
 
 // answer runs a sync, or with deleting a finalize, of a as the only actor
 // of its namespace, as Metacontroller sends it.

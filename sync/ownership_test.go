@@ -20,6 +20,7 @@ import (
 	"github.com/asya-sh/asya-sync/api/v1alpha1"
 	"github.com/asya-sh/asya-sync/internal/testenv"
 	hooksync "github.com/asya-sh/asya-sync/sync"
+	"github.com/asya-sh/asya-sync/transport"
 	"github.com/asya-sh/asya-sync/transport/rabbitmq"
 )
 
@@ -97,7 +98,7 @@ func TestOneQueueOneOwnerAcrossNamespaces(t *testing.T) {
 	eachBroker(t, func(t *testing.T, transportName string, b broker, h *hooksync.Handler) {
 		ctx := context.Background()
 		name := testenv.UniqueName("shared")
-		queue := v1alpha1.QueueName(name)
+		queue := transport.QueueName(name)
 		owner := actor{"team-a", name, transportName, time.Now().Add(-time.Hour), false}
 		other := actor{"team-b", name, transportName, time.Now(), false}
 
@@ -143,7 +144,7 @@ func TestAdoptsTheOperatorsQueue(t *testing.T) {
 	eachBroker(t, func(t *testing.T, transportName string, b broker, h *hooksync.Handler) {
 		ctx := context.Background()
 		name := testenv.UniqueName("legacy")
-		queue := v1alpha1.QueueName(name)
+		queue := transport.QueueName(name)
 		b.declare(t, queue)
 		b.publish(t, queue)
 		b.publish(t, queue)
@@ -297,7 +298,7 @@ func (s sqsQueues) publish(t *testing.T, queue string) {
 }
 
 func (s sqsQueues) send(t *testing.T, ns, actor string) {
-	s.publish(t, v1alpha1.FlatQueueName(ns, actor))
+	s.publish(t, transport.FlatQueueName(ns, actor))
 }
 
 func (s sqsQueues) remove(t *testing.T, _ []string, queues ...string) {

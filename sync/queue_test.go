@@ -7,7 +7,6 @@ import (
 	"testing"
 
 	"github.com/asya-sh/asya-sync/api/hook"
-	"github.com/asya-sh/asya-sync/api/v1alpha1"
 	"github.com/asya-sh/asya-sync/internal/testenv"
 	"github.com/asya-sh/asya-sync/transport"
 )
@@ -39,16 +38,16 @@ func TestSyncEnsuresQueueOnRealBroker(t *testing.T) {
 	conn := testenv.Rabbit(t)
 	h := rabbitHandler(t, 5672)
 	actor := testenv.UniqueName("sync")
-	t.Cleanup(func() { testenv.DeleteQueue(t, conn, v1alpha1.QueueName(actor)) })
+	t.Cleanup(func() { testenv.DeleteQueue(t, conn, transport.QueueName(actor)) })
 	req := actorRequest(t, actor)
 
 	resp, err := h.Answer(context.Background(), req)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if resp.Status.TransportStatus != "Ready" || !testenv.QueueExists(t, conn, v1alpha1.QueueName(actor)) {
+	if resp.Status.TransportStatus != "Ready" || !testenv.QueueExists(t, conn, transport.QueueName(actor)) {
 		t.Fatalf("transportStatus=%q, queue exists=%v; want Ready and the queue declared",
-			resp.Status.TransportStatus, testenv.QueueExists(t, conn, v1alpha1.QueueName(actor)))
+			resp.Status.TransportStatus, testenv.QueueExists(t, conn, transport.QueueName(actor)))
 	}
 	if len(resp.Children) != 2 {
 		t.Errorf("children = %d, want ConfigMap and Deployment", len(resp.Children))
@@ -79,7 +78,7 @@ func TestParallelSyncsCreateOneQueueEach(t *testing.T) {
 	errs := make(chan error, actors)
 	for i := 0; i < actors; i++ {
 		name := fmt.Sprintf("%s-%03d", prefix, i)
-		t.Cleanup(func() { testenv.DeleteQueue(t, conn, v1alpha1.QueueName(name)) })
+		t.Cleanup(func() { testenv.DeleteQueue(t, conn, transport.QueueName(name)) })
 		req := actorRequest(t, name)
 		go func() {
 			resp, err := h.Answer(context.Background(), req)
@@ -95,7 +94,7 @@ func TestParallelSyncsCreateOneQueueEach(t *testing.T) {
 		}
 	}
 	for i := 0; i < actors; i++ {
-		if q := v1alpha1.QueueName(fmt.Sprintf("%s-%03d", prefix, i)); !testenv.QueueExists(t, conn, q) {
+		if q := transport.QueueName(fmt.Sprintf("%s-%03d", prefix, i)); !testenv.QueueExists(t, conn, q) {
 			t.Errorf("queue %s missing after its sync", q)
 		}
 	}

@@ -11,7 +11,6 @@ import (
 	amqp "github.com/rabbitmq/amqp091-go"
 
 	"github.com/asya-sh/asya-sync/api/hook"
-	"github.com/asya-sh/asya-sync/api/v1alpha1"
 	"github.com/asya-sh/asya-sync/finalize"
 	"github.com/asya-sh/asya-sync/internal/testenv"
 	"github.com/asya-sh/asya-sync/transport"
@@ -60,7 +59,7 @@ func TestFinalizeDeletesQueueWithMessagesAndIsIdempotent(t *testing.T) {
 	conn := testenv.Rabbit(t)
 	h := finalizeHandler(t, 5672)
 	actor := testenv.UniqueName("fin")
-	declare(t, conn, v1alpha1.QueueName(actor), 3)
+	declare(t, conn, transport.QueueName(actor), 3)
 	for i := 0; i < 2; i++ {
 		resp, err := h.Answer(context.Background(), finalizeRequest(t, actor, "mq", nil, nil))
 		if err != nil {
@@ -70,7 +69,7 @@ func TestFinalizeDeletesQueueWithMessagesAndIsIdempotent(t *testing.T) {
 			t.Fatalf("call %d: finalized=%v children=%v status=%q, want finalized, no children, Terminating", i+1, resp.Finalized, resp.Children, resp.Status.Status)
 		}
 	}
-	if testenv.QueueExists(t, conn, v1alpha1.QueueName(actor)) {
+	if testenv.QueueExists(t, conn, transport.QueueName(actor)) {
 		t.Error("queue still exists after finalize")
 	}
 }
@@ -100,14 +99,14 @@ func TestFinalizeRetainKeepsQueue(t *testing.T) {
 	conn := testenv.Rabbit(t)
 	h := finalizeHandler(t, 5672)
 	actor := testenv.UniqueName("keep")
-	declare(t, conn, v1alpha1.QueueName(actor), 1)
-	t.Cleanup(func() { testenv.DeleteQueue(t, conn, v1alpha1.QueueName(actor)) })
+	declare(t, conn, transport.QueueName(actor), 1)
+	t.Cleanup(func() { testenv.DeleteQueue(t, conn, transport.QueueName(actor)) })
 	resp, err := h.Answer(context.Background(), finalizeRequest(t, actor, "mq", map[string]string{finalize.AnnotationQueueDeletionPolicy: finalize.PolicyRetain}, nil))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !resp.Finalized || !testenv.QueueExists(t, conn, v1alpha1.QueueName(actor)) {
-		t.Errorf("finalized=%v queue kept=%v, want both", resp.Finalized, testenv.QueueExists(t, conn, v1alpha1.QueueName(actor)))
+	if !resp.Finalized || !testenv.QueueExists(t, conn, transport.QueueName(actor)) {
+		t.Errorf("finalized=%v queue kept=%v, want both", resp.Finalized, testenv.QueueExists(t, conn, transport.QueueName(actor)))
 	}
 }
 
@@ -130,7 +129,7 @@ func TestFinalizeBrokerDownThenBack(t *testing.T) {
 	proxy := newProxy(t, "127.0.0.1:5672")
 	h := finalizeHandler(t, proxy.port())
 	actor := testenv.UniqueName("down")
-	declare(t, conn, v1alpha1.QueueName(actor), 1)
+	declare(t, conn, transport.QueueName(actor), 1)
 
 	proxy.stop()
 	resp, err := h.Answer(context.Background(), finalizeRequest(t, actor, "mq", nil, nil))
@@ -141,7 +140,7 @@ func TestFinalizeBrokerDownThenBack(t *testing.T) {
 	if resp.Finalized || resp.ResyncAfterSeconds <= 0 || cond == nil || cond.Reason != transport.ReasonBrokerUnavailable {
 		t.Fatalf("broker down: finalized=%v resync=%v condition=%+v, want not finalized, a resync and BrokerUnavailable", resp.Finalized, resp.ResyncAfterSeconds, cond)
 	}
-	if !testenv.QueueExists(t, conn, v1alpha1.QueueName(actor)) {
+	if !testenv.QueueExists(t, conn, transport.QueueName(actor)) {
 		t.Fatal("queue vanished while the broker was unreachable")
 	}
 
@@ -153,8 +152,8 @@ func TestFinalizeBrokerDownThenBack(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if !resp.Finalized || testenv.QueueExists(t, conn, v1alpha1.QueueName(actor)) {
-		t.Errorf("after the broker came back: finalized=%v, queue exists=%v", resp.Finalized, testenv.QueueExists(t, conn, v1alpha1.QueueName(actor)))
+	if !resp.Finalized || testenv.QueueExists(t, conn, transport.QueueName(actor)) {
+		t.Errorf("after the broker came back: finalized=%v, queue exists=%v", resp.Finalized, testenv.QueueExists(t, conn, transport.QueueName(actor)))
 	}
 }
 

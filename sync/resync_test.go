@@ -14,10 +14,10 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	sigsyaml "sigs.k8s.io/yaml"
 
-	"github.com/asya-sh/asya-sync/api/v1alpha1"
 	"github.com/asya-sh/asya-sync/config"
 	"github.com/asya-sh/asya-sync/internal/testenv"
 	"github.com/asya-sh/asya-sync/transport"
+	"github.com/asya-sh/asya-sync/transport/brokers"
 )
 
 // resyncClaim is the sentence of docs/performance.md ("Queues") that says
@@ -48,8 +48,8 @@ func TestSteadyResyncBrokerCalls(t *testing.T) {
 	if chart := chartResyncPeriod(t); period != chart {
 		t.Errorf("the doc says a resync every %d s; the chart's resyncPeriodSeconds is %d", period, chart)
 	}
-	if got := time.Duration(countsFor) * time.Second; got != transport.CountsTTL {
-		t.Errorf("the doc says counts are reused for %v; transport.CountsTTL is %v", got, transport.CountsTTL)
+	if got := time.Duration(countsFor) * time.Second; got != brokers.CountsTTL {
+		t.Errorf("the doc says counts are reused for %v; brokers.CountsTTL is %v", got, brokers.CountsTTL)
 	}
 	if got := time.Duration(ensureMinutes) * time.Minute; got != config.DefaultQueueCacheTTL {
 		t.Errorf("the doc says queueCacheTTL defaults to %v; config.DefaultQueueCacheTTL is %v", got, config.DefaultQueueCacheTTL)
@@ -62,14 +62,14 @@ func TestSteadyResyncBrokerCalls(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	set, err := transport.Open(cfg.Enabled(), cfg.QueueCacheTTL.Duration, transport.Options{Now: clock.Now, Metrics: transport.NewMetrics(reg)})
+	set, err := brokers.Open(cfg.Enabled(), cfg.QueueCacheTTL.Duration, brokers.Options{Now: clock.Now, Metrics: brokers.NewMetrics(reg)})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { set.Close() })
 	h := &Handler{Config: cfg, Transports: set, Script: testScript, FlatScript: testFlatScript, Now: clock.Now}
 	actor := testenv.UniqueName("resync")
-	queue := v1alpha1.QueueName(actor)
+	queue := transport.QueueName(actor)
 	t.Cleanup(func() { testenv.DeleteQueue(t, conn, queue) })
 
 	req := actorRequest(t, actor)

@@ -6,7 +6,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/asya-sh/asya-sync/api/v1alpha1"
 	"github.com/asya-sh/asya-sync/internal/testenv"
 	hooksync "github.com/asya-sh/asya-sync/sync"
 	"github.com/asya-sh/asya-sync/transport"
@@ -20,7 +19,7 @@ func TestUnmanagedQueuesAreLeftAlone(t *testing.T) {
 	eachBroker(t, func(t *testing.T, transportName string, b broker, h *hooksync.Handler) {
 		ctx := context.Background()
 		name := testenv.UniqueName("provisioned")
-		queue := v1alpha1.QueueName(name)
+		queue := transport.QueueName(name)
 		a := actor{"ml", name, transportName + "-unmanaged", time.Now(), false}
 
 		resp, err := h.Answer(ctx, request(t, a, a))

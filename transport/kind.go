@@ -10,7 +10,9 @@ import (
 // Kind is one type of transport: the decoded "config" of a configured
 // transport of that type, and everything that follows from it. Each kind
 // lives in a package of its own under transport/ and is registered in
-// config/kinds.go; nothing else knows which kinds there are.
+// config/kinds.go; nothing else knows which kinds there are. What it says
+// is pure data: its broker client is opened through brokers.Kind, which
+// the builders never link.
 type Kind interface {
 	// Type is the configuration's "type" and the sidecar's ASYA_TRANSPORT.
 	Type() string
@@ -38,9 +40,6 @@ type Kind interface {
 	// (queues.autoCreate, under queues.manage); a queue it does not create
 	// it does not delete either.
 	AutoCreateQueues() bool
-	// Open returns the broker client of the transport called name. It
-	// connects lazily.
-	Open(name string, opts Options) (Broker, error)
 }
 
 // SecretChecker is implemented by the kinds that can use only some values

@@ -5,10 +5,6 @@ import (
 	"fmt"
 	"strings"
 	"time"
-
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-
-	"github.com/asya-sh/asya-sync/api/v1alpha1"
 )
 
 // One queue, one owner (docs/design.md#queues), decided in two places:
@@ -103,54 +99,42 @@ func (c Claimant) String() string { return c.Namespace + "/" + c.Name }
 // same messages: the transport and the claim.
 type claimKey struct{ transport, claim string }
 
-// keyOf reads the claim off a related actor as it came: a flat actor (its
-// shape, as v1alpha1.ShapeOf tells it for the hook) claims namespace/actor
-// on its transport, or on flatTransport, the service's for flat actors that
-// name none.
-func keyOf(obj *unstructured.Unstructured, flatTransport string) claimKey {
-	spec, _, _ := unstructured.NestedMap(obj.Object, "spec")
-	t, _, _ := unstructured.NestedString(spec, "transport")
-	if gen, _ := v1alpha1.ShapeOfObject(spec); gen == v1alpha1.Flat {
-		actor, _, _ := unstructured.NestedString(spec, "actor")
-		if t == "" {
-			t = flatTransport
-		}
-		return claimKey{t, claimOf(true, obj.GetNamespace(), actor)}
-	}
-	return claimKey{t, claimOf(false, "", obj.GetName())}
-}
+func keyOf(a Actor) claimKey { return claimKey{a.TransportName(), QueueOf(a).Claim()} }
 
 // Owner is the ownership rule among the actors of one claim: of self and
-// the actors Metacontroller sent (related objects, any namespace), it
-// picks the owner of self's queue and says whether it is self. The
-// claimants are the actors of self's claim on self's transport (keyOf);
-// another claim of the same queue name is the broker's to turn away. One
-// not being deleted comes before one that is, then the oldest, then the
-// lowest uid: the first actor to claim a queue keeps it for as long as it
-// lives, and the next in line takes over as soon as the owner is being
-// deleted. The order of actors does not matter.
-func Owner(self *v1alpha1.AsyncActor, actors []*unstructured.Unstructured, flatTransport string) (owner Claimant, mine bool) {
-	owner, mine = Claimant{Namespace: self.Namespace, Name: self.Name, UID: string(self.UID),
-		Created: self.CreationTimestamp.Time, Terminating: self.DeletionTimestamp != nil}, true
-	want := claimKey{self.Spec.Transport, QueueOf(self).Claim()}
-	for _, obj := range actors {
-		if keyOf(obj, flatTransport) != want || sameActor(obj, self) {
+// the actors Metacontroller sent (related objects, any namespace, decoded
+// as self is, each with the service's defaults), it picks the owner of
+// self's queue and says whether it is self. The claimants are the actors
+// of self's claim on self's transport; another claim of the same queue
+// name is the broker's to turn away, and an actor that names no actor for
+// its queue claims none. One not being deleted comes before one that is,
+// then the oldest, then the lowest uid: the first actor to claim a queue
+// keeps it for as long as it lives, and the next in line takes over as
+// soon as the owner is being deleted. The order of actors does not matter.
+func Owner[A Actor](self A, actors []A) (owner Claimant, mine bool) {
+	owner, mine = claimantOf(self), true
+	want := keyOf(self)
+	for _, a := range actors {
+		if name, _ := a.QueueActor(); name == "" || keyOf(a) != want || sameActor(a, self) {
 			continue
 		}
-		rival := Claimant{Namespace: obj.GetNamespace(), Name: obj.GetName(), UID: string(obj.GetUID()),
-			Created: obj.GetCreationTimestamp().Time, Terminating: obj.GetDeletionTimestamp() != nil}
-		if before(rival, owner) {
+		if rival := claimantOf(a); before(rival, owner) {
 			owner, mine = rival, false
 		}
 	}
 	return owner, mine
 }
 
-func sameActor(obj *unstructured.Unstructured, self *v1alpha1.AsyncActor) bool {
-	if self.UID != "" && obj.GetUID() != "" {
-		return obj.GetUID() == self.UID
+func claimantOf(a Actor) Claimant {
+	return Claimant{Namespace: a.GetNamespace(), Name: a.GetName(), UID: string(a.GetUID()),
+		Created: a.GetCreationTimestamp().Time, Terminating: a.GetDeletionTimestamp() != nil}
+}
+
+func sameActor(a, self Actor) bool {
+	if self.GetUID() != "" && a.GetUID() != "" {
+		return a.GetUID() == self.GetUID()
 	}
-	return obj.GetNamespace() == self.Namespace
+	return a.GetNamespace() == self.GetNamespace()
 }
 
 func before(a, b Claimant) bool {

@@ -6,8 +6,6 @@ import (
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/asya-sh/asya-sync/api/v1alpha1"
@@ -22,8 +20,11 @@ func TestOwner(t *testing.T) {
 		deleting  bool
 		name, via string
 		// flat is spec.actor of a flat actor; its transport, when via is
-		// empty, is the service's for flat actors ("mq" here).
+		// empty, is the service's for flat actors ("mq" here), as the sync
+		// defaults it.
 		flat string
+		// noActor is a flat spec without spec.actor.
+		noActor bool
 	}
 	typed := func(a actor) *v1alpha1.AsyncActor {
 		out := &v1alpha1.AsyncActor{ObjectMeta: metav1.ObjectMeta{Namespace: a.ns, Name: "x", UID: types.UID(a.uid),
@@ -37,26 +38,10 @@ func TestOwner(t *testing.T) {
 		if a.deleting {
 			out.DeletionTimestamp = &out.CreationTimestamp
 		}
-		if a.flat != "" {
+		if a.flat != "" || a.noActor {
 			out.Spec.AsyaGeneration, out.Spec.Actor = v1alpha1.Flat, a.flat
 		}
 		return out
-	}
-	related := func(a actor) *unstructured.Unstructured {
-		m, err := runtimeToUnstructured(typed(a))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if a.flat != "" {
-			// As written: a flat actor has none of the nested shape's
-			// fields, which the converter writes empty.
-			unstructured.RemoveNestedField(m.Object, "spec", "workload")
-			unstructured.RemoveNestedField(m.Object, "spec", "timeout")
-			if a.via == "" {
-				unstructured.RemoveNestedField(m.Object, "spec", "transport")
-			}
-		}
-		return m
 	}
 	self := actor{ns: "b", uid: "u-b"}
 	for _, tc := range []struct {
@@ -89,20 +74,22 @@ func TestOwner(t *testing.T) {
 		// asya-b-f is both; the broker's record decides between claims.
 		{"flat: a nested actor of the same queue is another claim", actor{ns: "b", uid: "u-b", flat: "f"},
 			[]actor{{ns: "b", uid: "u-a", created: -time.Hour, name: "b-f"}}, "b/x"},
+		{"flat: a spec without spec.actor claims no queue", actor{ns: "b", uid: "u-b", noActor: true},
+			[]actor{{ns: "b", uid: "u-a", created: -time.Hour, name: "first", noActor: true}}, "b/x"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			var others []*unstructured.Unstructured
+			var others []*v1alpha1.AsyncActor
 			for _, o := range tc.others {
-				others = append(others, related(o))
+				others = append(others, typed(o))
 			}
 			me := typed(tc.self)
-			owner, mine := Owner(me, others, "mq")
+			owner, mine := Owner(me, others)
 			if owner.String() != tc.want || mine != (tc.want == me.Namespace+"/"+me.Name) {
 				t.Errorf("Owner = %s (mine: %v), want %s", owner, mine, tc.want)
 			}
 			// The verdict does not depend on the order Metacontroller lists actors in.
 			slices.Reverse(others)
-			if again, _ := Owner(me, others, "mq"); again.String() != tc.want {
+			if again, _ := Owner(me, others); again.String() != tc.want {
 				t.Errorf("with the actors reversed, Owner = %s, want %s", again, tc.want)
 			}
 		})
@@ -129,9 +116,4 @@ func TestClaims(t *testing.T) {
 	if got := DescribeClaim(""); got != "a claim asya-sync cannot read" {
 		t.Errorf("DescribeClaim of none = %q", got)
 	}
-}
-
-func runtimeToUnstructured(a *v1alpha1.AsyncActor) (*unstructured.Unstructured, error) {
-	m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(a)
-	return &unstructured.Unstructured{Object: m}, err
 }

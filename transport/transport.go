@@ -1,9 +1,9 @@
-// Package transport is the only place asya-sync does IO besides HTTP: it
-// ensures, deletes and counts actor queues on the configured brokers. The
-// contract the rest of the service sees is in this file and kind.go; the
-// packages below (rabbitmq, sqs) implement it, one per kind of transport,
-// cache.go spares the brokers repeated ensures, and set.go opens one
-// broker per configured transport.
+// Package transport is the contract between asya-sync and its brokers:
+// what a queue is, what a kind of transport says about its pods and KEDA,
+// and what a broker client must do. It is plain data and interfaces, which
+// the builders read; the broker clients themselves live below it, one
+// package per kind (rabbitmq, sqs), opened and measured by brokers, the
+// only place asya-sync does IO besides HTTP.
 package transport
 
 import (
@@ -12,7 +12,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/asya-sh/asya-sync/api/v1alpha1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
 // Queue says which queue to act on, and with what settings.
@@ -52,10 +52,18 @@ func (q Queue) Name() string {
 	case q.Unroutable:
 		return "asya" + UnroutableSuffix
 	case q.Scoped:
-		return v1alpha1.FlatQueueName(q.Namespace, q.Actor)
+		return FlatQueueName(q.Namespace, q.Actor)
 	}
-	return v1alpha1.QueueName(q.Actor)
+	return QueueName(q.Actor)
 }
+
+// QueueName is a nested actor's queue: the 0.3 sidecar's convention, so
+// their names are global per transport.
+func QueueName(actor string) string { return "asya-" + actor }
+
+// FlatQueueName is a flat actor's queue: the current sidecar names queues
+// by namespace and actor.
+func FlatQueueName(namespace, actor string) string { return "asya-" + namespace + "-" + actor }
 
 // DLQName is the name of the queue's dead-letter queue on the broker.
 func (q Queue) DLQName() string { return q.Name() + "-dlq" }
@@ -68,13 +76,21 @@ func (q Queue) DLQName() string { return q.Name() + "-dlq" }
 // (Broker.Ensure), and the other never touches the queue.
 func (q Queue) Claim() string { return claimOf(q.Scoped, q.Namespace, q.Actor) }
 
+// Actor is an actor as its queues see it (an *v1alpha1.AsyncActor): its
+// metadata, and what its generation says of its queue.
+type Actor interface {
+	metav1.Object
+	// QueueActor is the name the sidecars route by, and whether queues
+	// are scoped by namespace (Queue.Scoped).
+	QueueActor() (name string, scoped bool)
+	ProcessingTimeout() int32
+	TransportName() string
+}
+
 // QueueOf is the queue of an actor, with the settings that shape it.
-func QueueOf(actor *v1alpha1.AsyncActor) Queue {
-	q := Queue{Actor: actor.Name, Namespace: actor.Namespace, ProcessingTimeout: actor.Spec.Timeout.Processing}
-	if actor.Spec.AsyaGeneration == v1alpha1.Flat {
-		q.Actor, q.Scoped = actor.Spec.Actor, true
-	}
-	return q
+func QueueOf(a Actor) Queue {
+	name, scoped := a.QueueActor()
+	return Queue{Actor: name, Namespace: a.GetNamespace(), ProcessingTimeout: a.ProcessingTimeout(), Scoped: scoped}
 }
 
 // EndQueues are the queues of a flat namespace's actors that end routes
@@ -83,10 +99,11 @@ func QueueOf(actor *v1alpha1.AsyncActor) Queue {
 // actor of the namespace, so each ensures them with the same settings, the
 // default processing timeout: with each actor's own, actors of different
 // timeouts would keep rewriting an SQS sink's visibility timeout.
-func EndQueues(namespace string, actors []string) []Queue {
+// processingTimeout is that default.
+func EndQueues(namespace string, actors []string, processingTimeout int32) []Queue {
 	out := make([]Queue, 0, len(actors))
 	for _, name := range actors {
-		out = append(out, Queue{Actor: name, Namespace: namespace, ProcessingTimeout: v1alpha1.DefaultProcessing, Scoped: true})
+		out = append(out, Queue{Actor: name, Namespace: namespace, ProcessingTimeout: processingTimeout, Scoped: true})
 	}
 	return out
 }

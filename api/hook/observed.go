@@ -1,6 +1,7 @@
 package hook
 
 import (
+	"cmp"
 	"encoding/json"
 	"slices"
 	"strings"
@@ -9,7 +10,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/asya-sh/asya-sync/api/v1alpha1"
 )
@@ -50,30 +51,54 @@ type ObservedRelated struct {
 	Pods       Group[Pod]       `json:"Pod.v1"`
 	Secrets    Group[Secret]    `json:"Secret.v1"`
 	Namespaces Group[Namespace] `json:"Namespace.v1"`
-	// AsyncActors are the actors of the parent's name in every namespace:
-	// few and small, so they are decoded whole.
-	AsyncActors UnstructuredGroup `json:"AsyncActor.asya.sh/v1alpha1"`
+	// AsyncActors are the actors that may claim the parent's queue: of its
+	// name in every namespace, or of its namespace (customize).
+	AsyncActors ActorGroup `json:"AsyncActor.asya.sh/v1alpha1"`
 }
 
-// UnstructuredGroup is a group decoded whole.
-type UnstructuredGroup map[string]*unstructured.Unstructured
+// ActorGroup is the related actors.
+type ActorGroup map[string]*RelatedActor
 
-// List returns the group's objects sorted by namespace and name.
-func (g UnstructuredGroup) List() []*unstructured.Unstructured {
-	out := make([]*unstructured.Unstructured, 0, len(g))
-	for _, obj := range g {
-		if obj != nil {
-			out = append(out, obj)
+// RelatedActor is a related actor as far as the ownership of a queue reads
+// it: its metadata, and its spec left raw until List decodes what of it
+// names the queue.
+type RelatedActor struct {
+	Object
+	Spec json.RawMessage `json:"spec"`
+}
+
+// List decodes the group's actors, sorted by namespace and name, each as
+// far as transport.Owner reads it: metadata, shape, transport and actor. A
+// field of the spec that does not decode costs the actor none of its
+// claim: only the fields read here decide it.
+func (g ActorGroup) List() []*v1alpha1.AsyncActor {
+	out := make([]*v1alpha1.AsyncActor, 0, len(g))
+	for _, r := range g {
+		if r != nil {
+			out = append(out, r.decoded())
 		}
 	}
-	sortObjects(out)
+	slices.SortFunc(out, func(a, b *v1alpha1.AsyncActor) int {
+		return cmp.Or(strings.Compare(a.Namespace, b.Namespace), strings.Compare(a.Name, b.Name))
+	})
 	return out
+}
+
+func (r *RelatedActor) decoded() *v1alpha1.AsyncActor {
+	var claim struct {
+		Transport string `json:"transport"`
+		Actor     string `json:"actor"`
+	}
+	_ = json.Unmarshal(r.Spec, &claim) // decodes what it can; a field that does not is the empty string
+	gen, _ := v1alpha1.ShapeOf(r.Spec) // a spec that mixes shapes claims as a nested one, as it did before
+	return &v1alpha1.AsyncActor{ObjectMeta: r.Metadata.objectMeta(), Spec: v1alpha1.AsyncActorSpec{
+		Transport: claim.Transport, CurrentSpec: v1alpha1.CurrentSpec{Actor: claim.Actor}, AsyaGeneration: gen}}
 }
 
 // KeyedByName reports whether any object is keyed by its bare name (hook
 // version v1), where objects of one name in different namespaces
 // overwrite each other.
-func (g UnstructuredGroup) KeyedByName() bool {
+func (g ActorGroup) KeyedByName() bool {
 	for key := range g {
 		if !strings.Contains(key, "/") {
 			return true
@@ -90,6 +115,7 @@ type Object struct {
 // ObjectMeta is the part of metadata the hook reads.
 type ObjectMeta struct {
 	Name              string       `json:"name"`
+	UID               types.UID    `json:"uid"`
 	Namespace         string       `json:"namespace"`
 	Generation        int64        `json:"generation"`
 	CreationTimestamp metav1.Time  `json:"creationTimestamp"`
@@ -100,7 +126,7 @@ func (o *Object) meta() *ObjectMeta { return &o.Metadata }
 
 // objectMeta is the typed form of what was read.
 func (m ObjectMeta) objectMeta() metav1.ObjectMeta {
-	return metav1.ObjectMeta{Name: m.Name, Namespace: m.Namespace, Generation: m.Generation,
+	return metav1.ObjectMeta{Name: m.Name, Namespace: m.Namespace, UID: m.UID, Generation: m.Generation,
 		CreationTimestamp: m.CreationTimestamp, DeletionTimestamp: m.DeletionTimestamp}
 }
 

@@ -62,14 +62,6 @@ func orDefault[T int32 | int64 | bool](v *T, def T) *T {
 	return &def
 }
 
-// QueueName is the actor's queue on its transport: the sidecar's
-// convention, so actor names are global per transport.
-func QueueName(actor string) string { return "asya-" + actor }
-
-// FlatQueueName is a flat actor's queue: the current sidecar names queues
-// by namespace and actor.
-func FlatQueueName(namespace, actor string) string { return "asya-" + namespace + "-" + actor }
-
 // HPAName is the HorizontalPodAutoscaler KEDA creates for the actor's
 // ScaledObject: KEDA's convention.
 func HPAName(actor string) string { return "keda-hpa-" + actor }

@@ -27,7 +27,7 @@ import (
 	"github.com/asya-sh/asya-sync/internal/testenv"
 	asyaruntime "github.com/asya-sh/asya-sync/runtime"
 	hooksync "github.com/asya-sh/asya-sync/sync"
-	"github.com/asya-sh/asya-sync/transport"
+	"github.com/asya-sh/asya-sync/transport/brokers"
 )
 
 // replaceFile replaces path atomically, as the kubelet updates a mounted
@@ -466,13 +466,13 @@ transports:
 	if err != nil {
 		t.Fatal(err)
 	}
-	brokers, err := transport.Open(cfg.Enabled(), cfg.QueueCacheTTL.Duration, transport.Options{})
+	opened, err := brokers.Open(cfg.Enabled(), cfg.QueueCacheTTL.Duration, brokers.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { brokers.Close() })
+	t.Cleanup(func() { opened.Close() })
 	s := newTestService(t, 1<<20)
-	s.hooks = &hooksync.Handler{Config: cfg, Transports: brokers, Script: asyaruntime.Embedded(), Now: time.Now}
+	s.hooks = &hooksync.Handler{Config: cfg, Transports: opened, Script: asyaruntime.Embedded(), Now: time.Now}
 	sec := startSecured(t, s)
 
 	actor := testenv.UniqueName("auth")

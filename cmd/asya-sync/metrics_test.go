@@ -25,7 +25,7 @@ import (
 	"github.com/asya-sh/asya-sync/internal/version"
 	asyaruntime "github.com/asya-sh/asya-sync/runtime"
 	hooksync "github.com/asya-sh/asya-sync/sync"
-	"github.com/asya-sh/asya-sync/transport"
+	"github.com/asya-sh/asya-sync/transport/brokers"
 )
 
 const (
@@ -109,13 +109,13 @@ func TestServedMetrics(t *testing.T) {
 	}
 	m := newMetrics()
 	m.addServiceMetrics(15*time.Second, time.Minute)
-	brokers, err := transport.Open(cfg.Enabled(), cfg.QueueCacheTTL.Duration, transport.Options{Metrics: transport.NewMetrics(m.registry)})
+	opened, err := brokers.Open(cfg.Enabled(), cfg.QueueCacheTTL.Duration, brokers.Options{Metrics: brokers.NewMetrics(m.registry)})
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer brokers.Close()
+	defer opened.Close()
 	s := &server{
-		hooks:   &hooksync.Handler{Config: cfg, Transports: brokers, Script: asyaruntime.Embedded(), Now: time.Now},
+		hooks:   &hooksync.Handler{Config: cfg, Transports: opened, Script: asyaruntime.Embedded(), Now: time.Now},
 		log:     zerolog.New(io.Discard),
 		metrics: m,
 		maxBody: DefaultMaxBody,
@@ -168,7 +168,7 @@ func TestAlertsAndDashboardNameExportedMetrics(t *testing.T) {
 	exported := map[string]bool{"asya_sync_auth_failures_total": true}
 	m := newMetrics()
 	m.addServiceMetrics(10*time.Second, time.Minute)
-	transport.NewMetrics(m.registry)
+	brokers.NewMetrics(m.registry)
 	for name := range describedMetrics(t, m.registry) {
 		exported[name] = true
 	}

@@ -20,7 +20,7 @@ import (
 	"github.com/asya-sh/asya-sync/internal/version"
 	asyaruntime "github.com/asya-sh/asya-sync/runtime"
 	hooksync "github.com/asya-sh/asya-sync/sync"
-	"github.com/asya-sh/asya-sync/transport"
+	"github.com/asya-sh/asya-sync/transport/brokers"
 )
 
 // serveFlags are the serve command's settings.
@@ -98,11 +98,11 @@ func runServe(args []string, stderr io.Writer) error {
 	log := zerolog.New(os.Stdout).With().Timestamp().Logger()
 	build := version.Get()
 	log.Info().Str("version", build.Version).Str("commit", build.Commit).Str("go", build.GoVersion).Msg("starting asya-sync")
-	srv, creds, brokers, err := newServer(f, log)
+	srv, creds, opened, err := newServer(f, log)
 	if err != nil {
 		return err
 	}
-	defer brokers.Close()
+	defer opened.Close()
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
 	defer stop()
 	hooks, err := net.Listen("tcp", f.listen)
@@ -121,27 +121,27 @@ func runServe(args []string, stderr io.Writer) error {
 
 // newServer loads the configuration and the runtime script, opens the
 // brokers (the caller closes them) and sets up metrics and credentials.
-func newServer(f serveFlags, log zerolog.Logger) (*server, *credentials, transport.Set, error) {
+func newServer(f serveFlags, log zerolog.Logger) (*server, *credentials, brokers.Set, error) {
 	cfg, err := config.Load(f.configPath)
 	if err != nil {
-		return nil, nil, transport.Set{}, err
+		return nil, nil, brokers.Set{}, err
 	}
 	script, err := runtimeScript(cfg)
 	if err != nil {
-		return nil, nil, transport.Set{}, err
+		return nil, nil, brokers.Set{}, err
 	}
 	m := newMetrics()
 	m.addServiceMetrics(f.hookTimeout, f.actorWindow)
 	creds, err := newCredentials(f.files, log, m.registry)
 	if err != nil {
-		return nil, nil, transport.Set{}, err
+		return nil, nil, brokers.Set{}, err
 	}
-	brokers, err := transport.Open(cfg.Enabled(), cfg.QueueCacheTTL.Duration, transport.Options{Metrics: transport.NewMetrics(m.registry)})
+	opened, err := brokers.Open(cfg.Enabled(), cfg.QueueCacheTTL.Duration, brokers.Options{Metrics: brokers.NewMetrics(m.registry)})
 	if err != nil {
-		return nil, nil, transport.Set{}, err
+		return nil, nil, brokers.Set{}, err
 	}
 	srv := &server{
-		hooks:   &hooksync.Handler{Config: cfg, Transports: yieldingBrokers{brokers}, Script: script, FlatScript: asyaruntime.EmbeddedHTTP(), Now: time.Now},
+		hooks:   &hooksync.Handler{Config: cfg, Transports: yieldingBrokers{opened}, Script: script, FlatScript: asyaruntime.EmbeddedHTTP(), Now: time.Now},
 		log:     log,
 		metrics: m,
 		maxBody: f.maxBody,
@@ -152,7 +152,7 @@ func newServer(f serveFlags, log zerolog.Logger) (*server, *credentials, transpo
 	} else {
 		log.Warn().Msg("hooks accept calls from anyone: no --auth-token-file, --auth-token-dir or --client-ca-file")
 	}
-	return srv, creds, brokers, nil
+	return srv, creds, opened, nil
 }
 
 // run serves hooks on the hooks listener (HTTPS when creds has a

@@ -11,10 +11,10 @@ import (
 
 	amqp "github.com/rabbitmq/amqp091-go"
 
-	"github.com/asya-sh/asya-sync/api/v1alpha1"
 	"github.com/asya-sh/asya-sync/internal/brokertest"
 	"github.com/asya-sh/asya-sync/internal/testenv"
 	"github.com/asya-sh/asya-sync/transport"
+	"github.com/asya-sh/asya-sync/transport/brokers"
 )
 
 func TestRabbitMQEnsureDeclaresDurableQueueBoundToActorName(t *testing.T) {
@@ -37,7 +37,7 @@ func TestRabbitMQEnsureDeclaresDurableQueueBoundToActorName(t *testing.T) {
 		AutoDelete bool           `json:"auto_delete"`
 		Arguments  map[string]any `json:"arguments"`
 	}
-	testenv.Management(t, http.MethodGet, "/api/queues/%2F/"+v1alpha1.QueueName(actor), &info)
+	testenv.Management(t, http.MethodGet, "/api/queues/%2F/"+transport.QueueName(actor), &info)
 	if !info.Durable || info.AutoDelete || len(info.Arguments) != 0 {
 		t.Errorf("queue durable=%v auto_delete=%v arguments=%v, want durable, not auto-delete, no arguments",
 			info.Durable, info.AutoDelete, info.Arguments)
@@ -53,8 +53,8 @@ func TestRabbitMQEnsureDeclaresDurableQueueBoundToActorName(t *testing.T) {
 		t.Fatal(err)
 	}
 	var got amqp.Delivery
-	testenv.Eventually(t, 5*time.Second, "message routed to "+v1alpha1.QueueName(actor), func() bool {
-		msg, ok, err := ch.Get(v1alpha1.QueueName(actor), true)
+	testenv.Eventually(t, 5*time.Second, "message routed to "+transport.QueueName(actor), func() bool {
+		msg, ok, err := ch.Get(transport.QueueName(actor), true)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -77,10 +77,10 @@ func TestRabbitMQDeadLettersRejectedMessages(t *testing.T) {
 		t.Fatal(err)
 	}
 	var msg amqp.Delivery
-	testenv.Eventually(t, 5*time.Second, "message in "+v1alpha1.QueueName(actor), func() bool {
+	testenv.Eventually(t, 5*time.Second, "message in "+transport.QueueName(actor), func() bool {
 		var ok bool
 		var err error
-		msg, ok, err = ch.Get(v1alpha1.QueueName(actor), false)
+		msg, ok, err = ch.Get(transport.QueueName(actor), false)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -126,16 +126,16 @@ func TestRabbitMQConflictingQueueIsReportedAndKept(t *testing.T) {
 			cleanupRabbitQueues(t, actor)
 			ctx := testenv.Context(t)
 			ch := amqpChannel(t)
-			if _, err := ch.QueueDeclare(v1alpha1.QueueName(actor), tt.durable, false, false, false, tt.args); err != nil {
+			if _, err := ch.QueueDeclare(transport.QueueName(actor), tt.durable, false, false, false, tt.args); err != nil {
 				t.Fatal(err)
 			}
 			for i := range 3 {
 				msg := amqp.Publishing{Body: []byte(fmt.Sprint(i))}
-				if err := ch.PublishWithContext(ctx, "", v1alpha1.QueueName(actor), true, false, msg); err != nil {
+				if err := ch.PublishWithContext(ctx, "", transport.QueueName(actor), true, false, msg); err != nil {
 					t.Fatal(err)
 				}
 			}
-			testenv.Eventually(t, 5*time.Second, "3 messages queued", func() bool { n, _ := queueExists(t, v1alpha1.QueueName(actor)); return n == 3 })
+			testenv.Eventually(t, 5*time.Second, "3 messages queued", func() bool { n, _ := queueExists(t, transport.QueueName(actor)); return n == 3 })
 
 			te := brokertest.WantReason(t, r.Ensure(ctx, transport.Queue{Actor: actor}), transport.ReasonQueueConflict)
 			t.Log(te)
@@ -144,7 +144,7 @@ func TestRabbitMQConflictingQueueIsReportedAndKept(t *testing.T) {
 					t.Errorf("message %q does not mention %q", te.Error(), want)
 				}
 			}
-			if n, exists := queueExists(t, v1alpha1.QueueName(actor)); !exists || n != 3 {
+			if n, exists := queueExists(t, transport.QueueName(actor)); !exists || n != 3 {
 				t.Errorf("after Ensure: exists=%v messages=%d, want the queue kept with its 3 messages", exists, n)
 			}
 		})
@@ -163,11 +163,11 @@ func TestRabbitMQAutoCreateOff(t *testing.T) {
 	if !strings.Contains(te.Message, "autoCreate is off") {
 		t.Errorf("message %q does not say why", te.Message)
 	}
-	if _, exists := queueExists(t, v1alpha1.QueueName(actor)); exists {
-		t.Fatalf("%s was created with autoCreate off", v1alpha1.QueueName(actor))
+	if _, exists := queueExists(t, transport.QueueName(actor)); exists {
+		t.Fatalf("%s was created with autoCreate off", transport.QueueName(actor))
 	}
 
-	if _, err := amqpChannel(t).QueueDeclare(v1alpha1.QueueName(actor), true, false, false, false, nil); err != nil {
+	if _, err := amqpChannel(t).QueueDeclare(transport.QueueName(actor), true, false, false, false, nil); err != nil {
 		t.Fatal(err)
 	}
 	if err := r.Ensure(ctx, transport.Queue{Actor: actor}); err != nil {
@@ -230,8 +230,8 @@ func TestRabbitMQCounts(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			testenv.Eventually(t, 5*time.Second, "3 messages queued", func() bool { n, _ := queueExists(t, v1alpha1.QueueName(actor)); return n == 3 })
-			if _, ok, err := ch.Get(v1alpha1.QueueName(actor), false); !ok || err != nil { // one in flight, unacknowledged
+			testenv.Eventually(t, 5*time.Second, "3 messages queued", func() bool { n, _ := queueExists(t, transport.QueueName(actor)); return n == 3 })
+			if _, ok, err := ch.Get(transport.QueueName(actor), false); !ok || err != nil { // one in flight, unacknowledged
 				t.Fatalf("get: ok=%v err=%v", ok, err)
 			}
 			// The management API publishes statistics every few seconds.
@@ -270,7 +270,7 @@ func TestRabbitMQDeleteIsIdempotent(t *testing.T) {
 			t.Fatalf("Delete #%d: %v", i+1, err)
 		}
 	}
-	for _, queue := range []string{v1alpha1.QueueName(actor), transport.Queue{Actor: actor}.DLQName()} {
+	for _, queue := range []string{transport.QueueName(actor), transport.Queue{Actor: actor}.DLQName()} {
 		if _, exists := queueExists(t, queue); exists {
 			t.Errorf("%s still exists", queue)
 		}
@@ -308,7 +308,7 @@ func TestRabbitMQParallelEnsuresShareOneConnection(t *testing.T) {
 	testenv.NeedRabbitManagement(t)
 	const actors = 200
 	r := newBroker(t, withDLQ)
-	cached := transport.NewCached(r, time.Minute, testenv.NewFakeClock().Now)
+	cached := brokers.NewCached(r, time.Minute, testenv.NewFakeClock().Now)
 	prefix := testenv.ActorName("fleet")
 	names := make([]string, actors)
 	for i := range names {
@@ -341,7 +341,7 @@ func TestRabbitMQParallelEnsuresShareOneConnection(t *testing.T) {
 	created, dlqs := 0, 0
 	for _, q := range queues {
 		switch {
-		case !strings.HasPrefix(q.Name, v1alpha1.QueueName(prefix)):
+		case !strings.HasPrefix(q.Name, transport.QueueName(prefix)):
 		case strings.HasSuffix(q.Name, "-dlq"):
 			dlqs++
 		default:

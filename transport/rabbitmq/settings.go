@@ -8,6 +8,7 @@ import (
 	"fmt"
 
 	"github.com/asya-sh/asya-sync/transport"
+	"github.com/asya-sh/asya-sync/transport/brokers"
 )
 
 // Type is the configuration's "type" of a RabbitMQ transport.
@@ -151,6 +152,6 @@ func (s *Settings) Catches(q transport.Queue) ([]transport.Queue, string) {
 }
 
 // Open implements transport.Kind.
-func (s *Settings) Open(name string, opts transport.Options) (transport.Broker, error) {
+func (s *Settings) Open(name string, opts brokers.Options) (transport.Broker, error) {
 	return New(name, *s, opts.HTTPClient), nil
 }

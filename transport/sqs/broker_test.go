@@ -16,7 +16,6 @@ import (
 	"github.com/aws/smithy-go"
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/asya-sh/asya-sync/api/v1alpha1"
 	"github.com/asya-sh/asya-sync/internal/brokertest"
 	"github.com/asya-sh/asya-sync/internal/testenv"
 	"github.com/asya-sh/asya-sync/transport"
@@ -182,16 +181,16 @@ func TestSQSEnsureUpdatesAttributesInPlace(t *testing.T) {
 	if err := s.Ensure(ctx, transport.Queue{Actor: actor, Namespace: "a", ProcessingTimeout: 30}); err != nil {
 		t.Fatal(err)
 	}
-	sendSQS(t, s, v1alpha1.QueueName(actor), "kept")
+	sendSQS(t, s, transport.QueueName(actor), "kept")
 
 	if err := s.Ensure(ctx, transport.Queue{Actor: actor, Namespace: "b", ProcessingTimeout: 120}); err != nil {
 		t.Fatalf("Ensure with a new processing timeout: %v", err)
 	}
-	attrs := sqsAttributes(t, s, v1alpha1.QueueName(actor))
+	attrs := sqsAttributes(t, s, transport.QueueName(actor))
 	if attrs[attrVisibilityTimeout] != "240" {
 		t.Errorf("VisibilityTimeout = %s, want 240", attrs[attrVisibilityTimeout])
 	}
-	if tags := sqsTags(t, s, v1alpha1.QueueName(actor)); tags[TagNamespace] != "b" {
+	if tags := sqsTags(t, s, transport.QueueName(actor)); tags[TagNamespace] != "b" {
 		t.Errorf("namespace tag = %q, want b", tags[TagNamespace])
 	}
 	if attrs[attrReady] != "1" {
@@ -203,13 +202,13 @@ func TestSQSEnsureUpdatesAttributesInPlace(t *testing.T) {
 	if err := withDLQ.Ensure(ctx, transport.Queue{Actor: actor, Namespace: "b", ProcessingTimeout: 120}); err != nil {
 		t.Fatal(err)
 	}
-	if attrs := sqsAttributes(t, s, v1alpha1.QueueName(actor)); !strings.Contains(attrs[attrRedrivePolicy], transport.Queue{Actor: actor}.DLQName()) {
+	if attrs := sqsAttributes(t, s, transport.QueueName(actor)); !strings.Contains(attrs[attrRedrivePolicy], transport.Queue{Actor: actor}.DLQName()) {
 		t.Errorf("RedrivePolicy = %q after turning the DLQ on", attrs[attrRedrivePolicy])
 	}
 	if err := s.Ensure(ctx, transport.Queue{Actor: actor, Namespace: "b", ProcessingTimeout: 120}); err != nil {
 		t.Fatal(err)
 	}
-	if attrs := sqsAttributes(t, s, v1alpha1.QueueName(actor)); attrs[attrRedrivePolicy] != "" || attrs[attrReady] != "1" {
+	if attrs := sqsAttributes(t, s, transport.QueueName(actor)); attrs[attrRedrivePolicy] != "" || attrs[attrReady] != "1" {
 		t.Errorf("after turning the DLQ off: RedrivePolicy = %q, messages = %s", attrs[attrRedrivePolicy], attrs[attrReady])
 	}
 }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/asya-sh/asya-sync/api/v1alpha1"
 	"github.com/asya-sh/asya-sync/transport"
+	"github.com/asya-sh/asya-sync/transport/brokers"
 )
 
 // Type is the configuration's "type" of an SQS transport.
@@ -111,7 +112,7 @@ func (s *Settings) SecretRefs() []transport.SecretKeyRef {
 func (s *Settings) PodRole() string { return s.ActorRoleArn }
 
 // Open implements transport.Kind.
-func (s *Settings) Open(name string, opts transport.Options) (transport.Broker, error) {
+func (s *Settings) Open(name string, opts brokers.Options) (transport.Broker, error) {
 	return New(context.Background(), name, *s, opts.HTTPClient)
 }
 

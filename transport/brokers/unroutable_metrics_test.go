@@ -1,4 +1,4 @@
-package transport
+package brokers
 
 import (
 	"context"
@@ -8,17 +8,18 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/asya-sh/asya-sync/internal/testenv"
+	"github.com/asya-sh/asya-sync/transport"
 )
 
 // countsBroker answers Counts with the messages of each queue by name.
 type countsBroker struct {
-	Broker
+	transport.Broker
 	messages map[string]int64
 }
 
-func (b countsBroker) Counts(_ context.Context, q Queue) (Counts, error) {
+func (b countsBroker) Counts(_ context.Context, q transport.Queue) (transport.Counts, error) {
 	n := b.messages[q.Name()]
-	return Counts{Queued: &n}, nil
+	return transport.Counts{Queued: &n}, nil
 }
 
 func (countsBroker) Close() error { return nil }
@@ -31,7 +32,7 @@ func TestMetricsOfUnroutableMessages(t *testing.T) {
 	broker := countsBroker{messages: map[string]int64{"asya-ml.unroutable": 3, "asya.unroutable": 1, "asya-ml-doubler": 7}}
 	cached := Options{Now: clock.Now, Metrics: NewMetrics(reg)}.wrap("mq", broker, time.Minute)
 	ctx := context.Background()
-	for _, q := range []Queue{{Namespace: "ml", Scoped: true, Unroutable: true}, {Unroutable: true}, {Actor: "doubler", Namespace: "ml", Scoped: true}} {
+	for _, q := range []transport.Queue{{Namespace: "ml", Scoped: true, Unroutable: true}, {Unroutable: true}, {Actor: "doubler", Namespace: "ml", Scoped: true}} {
 		if _, err := cached.Counts(ctx, q); err != nil {
 			t.Fatal(err)
 		}

@@ -1,4 +1,7 @@
-package transport
+// Package brokers opens one broker client per configured transport, puts
+// each behind the ensure cache and measures it: the plumbing between the
+// hooks and the kinds' clients (transport/rabbitmq, transport/sqs).
+package brokers
 
 import (
 	"errors"
@@ -6,6 +9,8 @@ import (
 	"net/http"
 	"sort"
 	"time"
+
+	"github.com/asya-sh/asya-sync/transport"
 )
 
 // Options tune Open; the zero value is right for the service.
@@ -20,20 +25,29 @@ type Options struct {
 	Metrics *Metrics
 }
 
+// Kind is a transport kind that opens its broker client, as every kind
+// registered in config/kinds.go does.
+type Kind interface {
+	transport.Kind
+	// Open returns the broker client of the transport called name. It
+	// connects lazily.
+	Open(name string, opts Options) (transport.Broker, error)
+}
+
 // Set holds one Broker per enabled configured transport, each behind the
 // ensure cache. A disabled transport gets none: it has no queues to
 // manage, not even to delete (docs/design.md#queues).
 type Set struct {
-	byName map[string]Broker
+	byName map[string]transport.Broker
 }
 
-var _ Lookup = Set{}
+var _ transport.Lookup = Set{}
 
 // Open builds the brokers of the enabled transports, given by name, each
 // behind an ensure cache of the given TTL. It connects to no broker: each
 // kind connects on first use.
 func Open(enabled map[string]Kind, cacheTTL time.Duration, opts Options) (Set, error) {
-	set := Set{byName: map[string]Broker{}}
+	set := Set{byName: map[string]transport.Broker{}}
 	names := make([]string, 0, len(enabled))
 	for name := range enabled {
 		names = append(names, name)
@@ -51,7 +65,7 @@ func Open(enabled map[string]Kind, cacheTTL time.Duration, opts Options) (Set, e
 }
 
 // wrap puts the broker behind the ensure cache, measured if asked to.
-func (opts Options) wrap(name string, broker Broker, cacheTTL time.Duration) *Cached {
+func (opts Options) wrap(name string, broker transport.Broker, cacheTTL time.Duration) *Cached {
 	if opts.Metrics != nil {
 		broker = opts.Metrics.instrument(name, broker, opts.Now)
 	}
@@ -64,7 +78,7 @@ func (opts Options) wrap(name string, broker Broker, cacheTTL time.Duration) *Ca
 
 // Get returns the broker of the transport configured under name, if it is
 // enabled.
-func (s Set) Get(name string) (Broker, bool) {
+func (s Set) Get(name string) (transport.Broker, bool) {
 	t, ok := s.byName[name]
 	return t, ok
 }

@@ -1,4 +1,4 @@
-package transport
+package brokers
 
 import (
 	"context"
@@ -7,19 +7,21 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/asya-sh/asya-sync/transport"
 )
 
 // countingTransport counts the calls that reach it; release, when set,
 // holds Ensure until it is closed.
 type countingTransport struct {
-	Broker  // the real broker, or nil
-	ensures atomic.Int64
-	deletes atomic.Int64
-	release chan struct{}
-	fail    error
+	transport.Broker // the real broker, or nil
+	ensures          atomic.Int64
+	deletes          atomic.Int64
+	release          chan struct{}
+	fail             error
 }
 
-func (c *countingTransport) Ensure(ctx context.Context, q Queue) error {
+func (c *countingTransport) Ensure(ctx context.Context, q transport.Queue) error {
 	c.ensures.Add(1)
 	if c.release != nil {
 		<-c.release
@@ -33,7 +35,7 @@ func (c *countingTransport) Ensure(ctx context.Context, q Queue) error {
 	return c.Broker.Ensure(ctx, q)
 }
 
-func (c *countingTransport) Delete(ctx context.Context, q Queue) error {
+func (c *countingTransport) Delete(ctx context.Context, q transport.Queue) error {
 	c.deletes.Add(1)
 	if c.Broker == nil {
 		return nil
@@ -46,7 +48,7 @@ func (c *countingTransport) Close() error { return nil }
 func TestCachedEnsureSharesConcurrentCalls(t *testing.T) {
 	broker := &countingTransport{release: make(chan struct{})}
 	cached := NewCached(broker, time.Minute, newFakeClock().Now)
-	q := Queue{Actor: "same"}
+	q := transport.Queue{Actor: "same"}
 	var wg sync.WaitGroup
 	for range 50 {
 		wg.Go(func() {
@@ -67,10 +69,10 @@ func TestCachedEnsureSharesConcurrentCalls(t *testing.T) {
 }
 
 func TestCachedEnsureFailuresAreNotCached(t *testing.T) {
-	broker := &countingTransport{fail: &Error{Reason: ReasonBrokerUnavailable, Message: "down"}}
+	broker := &countingTransport{fail: &transport.Error{Reason: transport.ReasonBrokerUnavailable, Message: "down"}}
 	cached := NewCached(broker, time.Minute, newFakeClock().Now)
 	for range 3 {
-		wantReason(t, cached.Ensure(context.Background(), Queue{Actor: "x"}), ReasonBrokerUnavailable)
+		wantReason(t, cached.Ensure(context.Background(), transport.Queue{Actor: "x"}), transport.ReasonBrokerUnavailable)
 	}
 	if got := broker.ensures.Load(); got != 3 {
 		t.Errorf("%d broker calls, want every failed Ensure retried", got)
@@ -81,14 +83,14 @@ func TestCachedEnsureGivesUpWithTheCallersContext(t *testing.T) {
 	broker := &countingTransport{release: make(chan struct{})}
 	defer close(broker.release)
 	cached := NewCached(broker, time.Minute, newFakeClock().Now)
-	go cached.Ensure(context.Background(), Queue{Actor: "slow"}) //nolint:errcheck // the leader, held
+	go cached.Ensure(context.Background(), transport.Queue{Actor: "slow"}) //nolint:errcheck // the leader, held
 	for broker.ensures.Load() == 0 {
 		time.Sleep(time.Millisecond)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
 	defer cancel()
-	err := cached.Ensure(ctx, Queue{Actor: "slow"})
-	if te := wantReason(t, err, ReasonBrokerUnavailable); !errors.Is(te, context.DeadlineExceeded) {
+	err := cached.Ensure(ctx, transport.Queue{Actor: "slow"})
+	if te := wantReason(t, err, transport.ReasonBrokerUnavailable); !errors.Is(te, context.DeadlineExceeded) {
 		t.Errorf("error = %v, want the deadline", err)
 	}
 }
@@ -98,7 +100,7 @@ func TestCachedEnsureGivesUpWithTheCallersContext(t *testing.T) {
 func TestCachedEnsureRacingDeleteIsNotRemembered(t *testing.T) {
 	broker := &countingTransport{release: make(chan struct{})}
 	cached := NewCached(broker, time.Minute, newFakeClock().Now)
-	q := Queue{Actor: "raced"}
+	q := transport.Queue{Actor: "raced"}
 	done := make(chan error)
 	go func() { done <- cached.Ensure(context.Background(), q) }()
 	for broker.ensures.Load() == 0 {
@@ -125,7 +127,7 @@ func TestCachedEntriesExpire(t *testing.T) {
 	cached := NewCached(broker, time.Minute, clock.Now)
 	ctx := context.Background()
 	for _, actor := range []string{"a", "b", "c", "d"} {
-		if err := cached.Ensure(ctx, Queue{Actor: actor}); err != nil {
+		if err := cached.Ensure(ctx, transport.Queue{Actor: actor}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -133,7 +135,7 @@ func TestCachedEntriesExpire(t *testing.T) {
 		t.Fatalf("%d entries, want 4", n)
 	}
 	clock.Advance(2 * time.Minute)
-	if err := cached.Ensure(ctx, Queue{Actor: "e"}); err != nil {
+	if err := cached.Ensure(ctx, transport.Queue{Actor: "e"}); err != nil {
 		t.Fatal(err)
 	}
 	if n := cached.cachedEntries(); n != 1 {
@@ -145,7 +147,7 @@ func TestCachedWithoutTTLAlwaysCallsTheBroker(t *testing.T) {
 	broker := &countingTransport{}
 	cached := NewCached(broker, 0, newFakeClock().Now)
 	for range 3 {
-		if err := cached.Ensure(context.Background(), Queue{Actor: "x"}); err != nil {
+		if err := cached.Ensure(context.Background(), transport.Queue{Actor: "x"}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -160,8 +162,8 @@ func TestCachedKeysOnNamespace(t *testing.T) {
 	broker := &countingTransport{}
 	cached := NewCached(broker, time.Minute, newFakeClock().Now)
 	ctx := context.Background()
-	a, b := Queue{Actor: "x", Namespace: "team-a"}, Queue{Actor: "x", Namespace: "team-b"}
-	for _, q := range []Queue{a, b, a, b} {
+	a, b := transport.Queue{Actor: "x", Namespace: "team-a"}, transport.Queue{Actor: "x", Namespace: "team-b"}
+	for _, q := range []transport.Queue{a, b, a, b} {
 		if err := cached.Ensure(ctx, q); err != nil {
 			t.Fatal(err)
 		}
@@ -183,7 +185,7 @@ func TestCachedSharesNoCallBetweenDifferentQueues(t *testing.T) {
 	broker := &countingTransport{release: make(chan struct{})}
 	cached := NewCached(broker, time.Minute, newFakeClock().Now)
 	var wg sync.WaitGroup
-	for _, q := range []Queue{{Actor: "x", Namespace: "team"}, {Actor: "x", Namespace: "team", Scoped: true}} {
+	for _, q := range []transport.Queue{{Actor: "x", Namespace: "team"}, {Actor: "x", Namespace: "team", Scoped: true}} {
 		wg.Go(func() {
 			if err := cached.Ensure(context.Background(), q); err != nil {
 				t.Error(err)

@@ -1,4 +1,4 @@
-package transport_test
+package brokers_test
 
 import (
 	"context"
@@ -10,6 +10,7 @@ import (
 
 	"github.com/asya-sh/asya-sync/internal/testenv"
 	"github.com/asya-sh/asya-sync/transport"
+	"github.com/asya-sh/asya-sync/transport/brokers"
 	"github.com/asya-sh/asya-sync/transport/rabbitmq"
 )
 
@@ -73,7 +74,7 @@ func TestCachedEnsureSkipsTheBrokerWithinTheTTL(t *testing.T) {
 	t.Parallel()
 	broker := &ensureCounter{Broker: newRabbitBroker(t)}
 	clock := testenv.NewFakeClock()
-	cached := transport.NewCached(broker, 5*time.Minute, clock.Now)
+	cached := brokers.NewCached(broker, 5*time.Minute, clock.Now)
 	actor := testenv.ActorName("cache")
 	conn := cleanupRabbitQueues(t, actor)
 	ctx := testenv.Context(t)
@@ -122,12 +123,12 @@ func TestCachedEnsureSkipsTheBrokerWithinTheTTL(t *testing.T) {
 	}
 }
 
-// Against the real broker: counts are reused for CountsTTL, so a busy
+// Against the real broker: counts are reused for brokers.CountsTTL, so a busy
 // queue does not change the actor's status on every sync.
 func TestCachedCountsAreReusedForCountsTTL(t *testing.T) {
 	t.Parallel()
 	clock := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	cached := transport.NewCached(newRabbitBroker(t), 5*time.Minute, func() time.Time { return clock })
+	cached := brokers.NewCached(newRabbitBroker(t), 5*time.Minute, func() time.Time { return clock })
 	actor := testenv.ActorName("counts-ttl")
 	conn := cleanupRabbitQueues(t, actor)
 	q := transport.Queue{Actor: actor, Namespace: "ml", ProcessingTimeout: 30}
@@ -148,17 +149,17 @@ func TestCachedCountsAreReusedForCountsTTL(t *testing.T) {
 	}
 	testenv.Publish(t, conn, q.Name())
 	if got := queued(); got != 0 {
-		t.Errorf("queued = %d within CountsTTL, want the cached 0", got)
+		t.Errorf("queued = %d within brokers.CountsTTL, want the cached 0", got)
 	}
-	clock = clock.Add(transport.CountsTTL)
+	clock = clock.Add(brokers.CountsTTL)
 	deadline := time.Now().Add(10 * time.Second)
 	got := queued()
 	for got != 1 && time.Now().Before(deadline) {
 		time.Sleep(200 * time.Millisecond)
-		clock = clock.Add(transport.CountsTTL)
+		clock = clock.Add(brokers.CountsTTL)
 		got = queued()
 	}
 	if got != 1 {
-		t.Errorf("queued = %d after CountsTTL, want 1", got)
+		t.Errorf("queued = %d after brokers.CountsTTL, want 1", got)
 	}
 }

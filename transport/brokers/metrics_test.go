@@ -1,4 +1,4 @@
-package transport_test
+package brokers_test
 
 import (
 	"fmt"
@@ -10,6 +10,7 @@ import (
 
 	"github.com/asya-sh/asya-sync/internal/testenv"
 	"github.com/asya-sh/asya-sync/transport"
+	"github.com/asya-sh/asya-sync/transport/brokers"
 )
 
 func TestMetricsOfOperationsCacheAndBrokerState(t *testing.T) {
@@ -28,7 +29,7 @@ transports:
   sqs-%[1]s: {type: sqs, config: {region: us-east-1, accountId: "000000000000", endpoint: %[7]s}}
   sqs-down-%[1]s: {type: sqs, config: {region: us-east-1, accountId: "000000000000", endpoint: "http://127.0.0.1:%[8]d"}}
 `, id, mq.Host, mq.Port, mq.Username, mq.PasswordFile, testenv.ClosedPort(t), testenv.SQSEndpoint(), testenv.ClosedPort(t)),
-		transport.Options{Now: testenv.NewFakeClock().Now, Metrics: transport.NewMetrics(reg)})
+		brokers.Options{Now: testenv.NewFakeClock().Now, Metrics: brokers.NewMetrics(reg)})
 	if got := testenv.Metrics(t, reg); got["asya_sync_broker_up"] != nil {
 		t.Errorf("broker state reported before any broker was used: %v", got["asya_sync_broker_up"])
 	}

@@ -1,4 +1,4 @@
-package transport_test
+package brokers_test
 
 import (
 	"context"
@@ -10,6 +10,7 @@ import (
 	"github.com/asya-sh/asya-sync/config"
 	"github.com/asya-sh/asya-sync/internal/testenv"
 	"github.com/asya-sh/asya-sync/transport"
+	"github.com/asya-sh/asya-sync/transport/brokers"
 )
 
 func TestMain(m *testing.M) {
@@ -19,13 +20,13 @@ func TestMain(m *testing.M) {
 
 // openConfig parses the configuration and opens its enabled transports,
 // closed after the test.
-func openConfig(t *testing.T, yaml string, opts transport.Options) transport.Set {
+func openConfig(t *testing.T, yaml string, opts brokers.Options) brokers.Set {
 	t.Helper()
 	cfg, err := config.Parse([]byte(yaml))
 	if err != nil {
 		t.Fatal(err)
 	}
-	set, err := transport.Open(cfg.Enabled(), cfg.QueueCacheTTL.Duration, opts)
+	set, err := brokers.Open(cfg.Enabled(), cfg.QueueCacheTTL.Duration, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -47,7 +48,7 @@ transports:
   %[2]s: {type: rabbitmq, config: {host: %[3]s, port: %[4]d, username: %[5]s, passwordFile: %[6]s, queues: {dlq: {enabled: true}}}}
   sqs: {type: sqs, config: {region: us-east-1, accountId: "000000000000", endpoint: %[7]s}}
   off: {type: rabbitmq, enabled: false, config: {host: 127.0.0.1}}
-`, a, b, mq.Host, mq.Port, mq.Username, mq.PasswordFile, testenv.SQSEndpoint()), transport.Options{Now: testenv.NewFakeClock().Now})
+`, a, b, mq.Host, mq.Port, mq.Username, mq.PasswordFile, testenv.SQSEndpoint()), brokers.Options{Now: testenv.NewFakeClock().Now})
 
 	if _, ok := set.Get("off"); ok {
 		t.Error("a disabled transport was opened")
@@ -61,7 +62,7 @@ transports:
 		if !ok {
 			t.Fatalf("transport %s missing", name)
 		}
-		if _, cached := broker.(*transport.Cached); !cached {
+		if _, cached := broker.(*brokers.Cached); !cached {
 			t.Errorf("transport %s is %T, want it behind the cache", name, broker)
 		}
 		q := transport.Queue{Actor: testenv.ActorName("set"), ProcessingTimeout: 30}

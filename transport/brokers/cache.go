@@ -1,4 +1,4 @@
-package transport
+package brokers
 
 import (
 	"context"
@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"golang.org/x/sync/singleflight"
+
+	"github.com/asya-sh/asya-sync/transport"
 )
 
 // Cached trusts a successful Ensure of a queue with the same settings for
@@ -18,7 +20,7 @@ import (
 // busy actor's status changing as fast as Metacontroller can write it.
 // Delete always reaches the broker.
 type Cached struct {
-	inner  Broker
+	inner  transport.Broker
 	ttl    time.Duration
 	now    func() time.Time
 	flight singleflight.Group
@@ -29,8 +31,8 @@ type Cached struct {
 
 	mu sync.Mutex
 	// ensured is keyed by the whole Queue: actor, namespace and settings.
-	ensured map[Queue]time.Time     // until when
-	counted map[string]countedQueue // by queue name
+	ensured map[transport.Queue]time.Time // until when
+	counted map[string]countedQueue       // by queue name
 	// generation changes with every Delete, so that an Ensure that raced
 	// a Delete is not remembered as if the queue were still there.
 	generation uint64
@@ -38,7 +40,7 @@ type Cached struct {
 }
 
 type countedQueue struct {
-	counts Counts
+	counts transport.Counts
 	until  time.Time
 }
 
@@ -47,17 +49,17 @@ type countedQueue struct {
 const CountsTTL = 30 * time.Second
 
 // NewCached wraps inner; a TTL of zero or less turns caching off.
-func NewCached(inner Broker, ttl time.Duration, now func() time.Time) *Cached {
+func NewCached(inner transport.Broker, ttl time.Duration, now func() time.Time) *Cached {
 	if now == nil {
 		now = time.Now
 	}
-	return &Cached{inner: inner, ttl: ttl, now: now, ensured: map[Queue]time.Time{}, counted: map[string]countedQueue{}}
+	return &Cached{inner: inner, ttl: ttl, now: now, ensured: map[transport.Queue]time.Time{}, counted: map[string]countedQueue{}}
 }
 
 // Ensure calls the broker unless the same queue with the same settings was
 // ensured less than the TTL ago. Callers that share a broker call share its
 // outcome, including a deadline of the first caller's context.
-func (c *Cached) Ensure(ctx context.Context, q Queue) error {
+func (c *Cached) Ensure(ctx context.Context, q transport.Queue) error {
 	if c.ttl <= 0 {
 		return c.inner.Ensure(ctx, q)
 	}
@@ -68,7 +70,7 @@ func (c *Cached) Ensure(ctx context.Context, q Queue) error {
 	if hit {
 		return nil
 	}
-	result := c.flight.DoChan(q.key(), func() (any, error) {
+	result := c.flight.DoChan(flightKey(q), func() (any, error) {
 		generation := c.currentGeneration()
 		err := c.inner.Ensure(ctx, q)
 		if err == nil {
@@ -80,13 +82,13 @@ func (c *Cached) Ensure(ctx context.Context, q Queue) error {
 	case r := <-result:
 		return r.Err
 	case <-ctx.Done():
-		return &Error{Reason: ReasonBrokerUnavailable, Message: "waiting for the broker to ensure queue " + q.Name(), Err: ctx.Err()}
+		return &transport.Error{Reason: transport.ReasonBrokerUnavailable, Message: "waiting for the broker to ensure queue " + q.Name(), Err: ctx.Err()}
 	}
 }
 
 // Delete forgets the queue, before and after deleting it, so that no
 // Ensure running meanwhile is trusted afterwards.
-func (c *Cached) Delete(ctx context.Context, q Queue) error {
+func (c *Cached) Delete(ctx context.Context, q transport.Queue) error {
 	c.forget(q.Name())
 	defer c.forget(q.Name())
 	return c.inner.Delete(ctx, q)
@@ -94,7 +96,7 @@ func (c *Cached) Delete(ctx context.Context, q Queue) error {
 
 // Counts reads the counts from the broker unless it did less than
 // CountsTTL ago. Failures are not kept.
-func (c *Cached) Counts(ctx context.Context, q Queue) (Counts, error) {
+func (c *Cached) Counts(ctx context.Context, q transport.Queue) (transport.Counts, error) {
 	if c.ttl <= 0 {
 		return c.inner.Counts(ctx, q)
 	}
@@ -116,7 +118,7 @@ func (c *Cached) Counts(ctx context.Context, q Queue) (Counts, error) {
 // Close closes the wrapped transport.
 func (c *Cached) Close() error { return c.inner.Close() }
 
-func (c *Cached) fresh(q Queue) bool {
+func (c *Cached) fresh(q transport.Queue) bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	until, ok := c.ensured[q]
@@ -129,7 +131,7 @@ func (c *Cached) currentGeneration() uint64 {
 	return c.generation
 }
 
-func (c *Cached) remember(q Queue, generation uint64) {
+func (c *Cached) remember(q transport.Queue, generation uint64) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if generation != c.generation {
@@ -171,11 +173,11 @@ func (c *Cached) forget(queue string) {
 	delete(c.counted, queue)
 }
 
-// key tells apart ensures that must not share a broker call: the same
+// flightKey tells apart ensures that must not share a broker call: the same
 // queue claimed from two namespaces, or with other settings, and queues
 // of one actor and namespace that are different queues (a nested actor's
 // asya-<name>, a flat one's asya-<namespace>-<actor>, the namespace's
 // asya-<namespace>.unroutable).
-func (q Queue) key() string {
+func flightKey(q transport.Queue) string {
 	return fmt.Sprintf("%s\x00%s\x00%d\x00%t\x00%t", q.Actor, q.Namespace, q.ProcessingTimeout, q.Scoped, q.Unroutable)
 }

@@ -1,4 +1,4 @@
-package transport
+package brokers
 
 import (
 	"context"
@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/asya-sh/asya-sync/transport"
 )
 
 // Metrics are the broker-side Prometheus metrics of the transports Open
@@ -85,7 +87,7 @@ func (m *Metrics) Collect(ch chan<- prometheus.Metric) {
 // instrument wraps the broker of the named transport so that its
 // operations are measured and its state reported; now dates the counts
 // of its catching queues.
-func (m *Metrics) instrument(name string, broker Broker, now func() time.Time) Broker {
+func (m *Metrics) instrument(name string, broker transport.Broker, now func() time.Time) transport.Broker {
 	if now == nil {
 		now = time.Now
 	}
@@ -119,7 +121,7 @@ type ConnectionReporter interface {
 
 // instrumented measures each operation of the transport it wraps.
 type instrumented struct {
-	inner      Broker
+	inner      transport.Broker
 	name       string
 	operations prometheus.ObserverVec
 
@@ -137,16 +139,16 @@ type caughtCount struct {
 	at       time.Time
 }
 
-func (t *instrumented) Ensure(ctx context.Context, q Queue) error {
+func (t *instrumented) Ensure(ctx context.Context, q transport.Queue) error {
 	return t.observe("ensure", func() error { return t.inner.Ensure(ctx, q) })
 }
 
-func (t *instrumented) Delete(ctx context.Context, q Queue) error {
+func (t *instrumented) Delete(ctx context.Context, q transport.Queue) error {
 	return t.observe("delete", func() error { return t.inner.Delete(ctx, q) })
 }
 
-func (t *instrumented) Counts(ctx context.Context, q Queue) (Counts, error) {
-	var counts Counts
+func (t *instrumented) Counts(ctx context.Context, q transport.Queue) (transport.Counts, error) {
+	var counts transport.Counts
 	err := t.observe("counts", func() error {
 		var err error
 		counts, err = t.inner.Counts(ctx, q)
@@ -192,11 +194,11 @@ func (t *instrumented) observe(operation string, op func() error) error {
 	err := op()
 	outcome := OutcomeOK
 	if err != nil {
-		outcome = AsError(err).Reason
+		outcome = transport.AsError(err).Reason
 	}
 	t.operations.WithLabelValues(operation, outcome).Observe(time.Since(start).Seconds())
 	t.mu.Lock()
-	t.used, t.answered = true, outcome != ReasonBrokerUnavailable
+	t.used, t.answered = true, outcome != transport.ReasonBrokerUnavailable
 	t.mu.Unlock()
 	return err
 }
