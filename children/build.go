@@ -20,11 +20,11 @@ func Build(in Input, tmpl corev1.PodTemplateSpec) []Object {
 	if sa := ServiceAccount(in); sa != nil {
 		objs = append(objs, sa)
 	}
-	if in.Runtime.UsesConfigMap() {
-		objs = append(objs, RuntimeConfigMap(in))
+	if cm := RuntimeConfigMap(in); cm != nil {
+		objs = append(objs, cm)
 	}
 	objs = append(objs, Workload(in, tmpl))
-	if !in.ScalingActive {
+	if !in.Decided.ScalingActive {
 		return objs
 	}
 	if ta := TriggerAuthentication(in); ta != nil {
@@ -34,4 +34,11 @@ func Build(in Input, tmpl corev1.PodTemplateSpec) []Object {
 		objs = append(objs, so)
 	}
 	return objs
+}
+
+// RuntimeConfigMap is the ConfigMap child that carries the pods' runtime,
+// or nil when the service's runtimeDelivery takes none.
+func RuntimeConfigMap(in Input) *corev1.ConfigMap {
+	rt, _ := Given(in)
+	return in.delivery().configMap(in, rt)
 }

@@ -6,6 +6,8 @@ import (
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
+
+	asyaruntime "github.com/asya-sh/asya-sync/runtime"
 )
 
 // flat renders what is particular to the actors of upstream Asya 0.5+ and
@@ -23,6 +25,13 @@ func (flat) runtimeEnv(in Input, env []corev1.EnvVar) []corev1.EnvVar {
 	at := slices.IndexFunc(env, func(e corev1.EnvVar) bool { return e.Name == "ASYA_HANDLER" }) + 1
 	return slices.Insert(slices.Clone(env), at, validationOff)
 }
+
+func (flat) script(r RuntimeService) asyaruntime.Script { return r.HTTPScript }
+func (flat) sidecarImage(s Service) string              { return s.FlatSidecarImage }
+
+// hardensRuntime: the runtime container is asya-sync's, so in a namespace
+// that enforces "restricted" asya-sync answers for it.
+func (flat) hardensRuntime(in Input) bool { return in.Decided.Restricted }
 
 // Prefixes of the actor's labels its children do not carry, as upstream's
 // compositions leave them out: Crossplane's bookkeeping, and the
@@ -61,13 +70,13 @@ func (f flat) sidecarEnv(in Input) []corev1.EnvVar {
 		value("ASYA_SOCKET_DIR", SocketDir),
 		value("ASYA_ACTOR_NAME", spec.Actor),
 		value("ASYA_NAMESPACE", in.Actor.Namespace),
-		value("ASYA_ACTOR_SINK", in.Ends.Sink),
-		value("ASYA_ACTOR_SUMP", in.Ends.Sump),
+		value("ASYA_ACTOR_SINK", in.Service.Ends.Sink),
+		value("ASYA_ACTOR_SUMP", in.Service.Ends.Sump),
 		value("ASYA_TRANSPORT", in.Transport.Type()),
 	}
 	env = append(env, in.Transport.SidecarEnv(in.queue())...)
-	if in.GatewayURL != "" {
-		env = append(env, value(gatewayURLEnv, in.GatewayURL))
+	if in.Service.GatewayURL != "" {
+		env = append(env, value(gatewayURLEnv, in.Service.GatewayURL))
 	}
 	if in.endsRoutes() {
 		env = append(env, value("ASYA_IS_END_ACTOR", "true"))

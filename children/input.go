@@ -11,51 +11,58 @@ import (
 	"github.com/asya-sh/asya-sync/transport"
 )
 
-// Input is everything the builders read.
+// Input is everything the builders read: the service's settings, the
+// actor as the call brings it, and what the sync decided for this call.
+// Each field is set once, by the caller; nothing here changes them.
 type Input struct {
+	Service Service
 	// Actor is the parent, with Spec already defaulted (WithDefaults).
 	Actor *v1alpha1.AsyncActor
 	// Transport is the kind of the actor's transport, configured.
 	Transport transport.Kind
-	// SidecarImage is the service-wide default sidecar image.
-	SidecarImage string
-	// SidecarSecurityContext is the service-wide default sidecar
-	// securityContext; nil sets none.
+	// ClaimTemplates are the StatefulSet's volume claim templates, decoded
+	// from spec.workload.volumeClaimTemplates.
+	ClaimTemplates []corev1.PersistentVolumeClaim
+	Decided        Decided
+}
+
+// Service is what the service's configuration says, alike for every actor.
+type Service struct {
+	// SidecarImage is the default sidecar of nested actors, and
+	// FlatSidecarImage of flat ones.
+	SidecarImage, FlatSidecarImage string
+	// SidecarSecurityContext is the default sidecar securityContext; nil
+	// sets none.
 	SidecarSecurityContext *corev1.SecurityContext
 	// GatewayURL is passed to sidecars as ASYA_GATEWAY_URL.
 	GatewayURL string
-	// RuntimeScript is the asya_runtime.py source and its hash.
-	RuntimeScript string
-	RuntimeHash   string
-	// Runtime is how the script reaches the pods: a ConfigMap child, an
-	// annotation of the pod template, or an init container of RuntimeImage.
-	Runtime      asyaruntime.Delivery
-	RuntimeImage string
-	// RuntimeUpdate is the service's runtimeUpdate: whether a new runtime
-	// waits for the pods' next roll (Pinned, also when empty) or rolls
-	// them (Immediate). The actor's AnnotationRuntimeUpdate overrides it.
-	RuntimeUpdate asyaruntime.Update
-	// Running is the runtime the pods were given, from the observed
-	// children; nil when no workload is observed. KeepRunning may put it
-	// in place of RuntimeScript, RuntimeHash and RuntimeImage, and then
-	// sets pending, the current runtime the pods do not run.
-	Running *Running
-	pending string
+	// Ends are the sink and sump, which end every route of a flat actor's
+	// namespace.
+	Ends    v1alpha1.Ends
+	Runtime RuntimeService
+}
+
+// RuntimeService is how the service gives pods their runtime.
+type RuntimeService struct {
+	// Script is the nested actors' runtime, HTTPScript the flat actors'.
+	Script, HTTPScript asyaruntime.Script
+	// Delivery is how the script reaches the pods (delivery.go), and
+	// Image the image the init container of InitContainer runs.
+	Delivery asyaruntime.Delivery
+	Image    string
+	// Update is whether a new runtime waits for the pods' next roll
+	// (Pinned, also when empty) or rolls them (Immediate). The actor's
+	// AnnotationRuntimeUpdate overrides it.
+	Update asyaruntime.Update
+}
+
+// Decided is what the sync decided, or observed, for this call.
+type Decided struct {
 	// ScalingActive: KEDA owns the replica count (spec.scaling.enabled, the
 	// cluster has KEDA, the actor owns its queue), so the workload leaves
 	// replicas to KEDA's HPA and a ScaledObject is built. Otherwise the
 	// workload keeps spec.workload.replicas.
 	ScalingActive bool
-	// ClaimTemplates are the StatefulSet's volume claim templates, decoded
-	// from spec.workload.volumeClaimTemplates.
-	ClaimTemplates []corev1.PersistentVolumeClaim
-	// Ends are the service's sink and sump, which end every route of a
-	// flat actor's namespace.
-	Ends v1alpha1.Ends
-	// HardenRuntime gives the runtime container, unless it has one, the
-	// securityContext Pod Security "restricted" asks for (a flat actor in
-	// a namespace that enforces it: its spec cannot say).
-	HardenRuntime bool
 	// Standby is set when another actor owns the queue: the workload runs
 	// no replicas and KEDA is not asked to scale it, so the actor consumes
 	// nothing, yet everything else is built and the actor takes over as
@@ -64,6 +71,13 @@ type Input struct {
 	// Held is the broker's word that one of the actor's queues is another
 	// claim's, when that is why it stands by (AnnotationQueueHeld).
 	Held *transport.Held
+	// Restricted: the actor's namespace enforces Pod Security
+	// "restricted", which a flat spec cannot answer for its runtime.
+	Restricted bool
+	// Running is the runtime the pods were given, from the observed
+	// children; nil when no workload is observed. It decides which runtime
+	// the pods get (Given).
+	Running *Running
 }
 
 // Label keys and values shared by all children.

@@ -6,6 +6,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/asya-sh/asya-sync/api/v1alpha1"
+	asyaruntime "github.com/asya-sh/asya-sync/runtime"
 )
 
 // nested renders what is particular to Asya 0.3 actors.
@@ -19,6 +20,13 @@ func (nested) runtimeEnv(in Input, env []corev1.EnvVar) []corev1.EnvVar {
 	}
 	return env
 }
+
+func (nested) script(r RuntimeService) asyaruntime.Script { return r.Script }
+func (nested) sidecarImage(s Service) string              { return s.SidecarImage }
+
+// hardensRuntime: never; the user writes the runtime container, and with
+// it its securityContext.
+func (nested) hardensRuntime(Input) bool { return false }
 
 // actorLabels: none. The Asya operator gave a 0.3 actor's children only
 // its own labels; pod labels are the template's

@@ -43,39 +43,32 @@ type Running struct {
 	WriterCommand []string
 }
 
-// KeepRunning returns in with the runtime the actor's pods run in place of
-// the current one when only the runtime would roll them: the workload
-// exists and runs another runtime, the rest of its pod template is
-// unchanged, the actor's runtime update is Pinned, and what the pods run
-// can stand in for the current runtime (keepable). Otherwise the pods take
-// the current runtime: a new actor, pods that roll for another reason, an
-// actor or service that asks for Immediate.
-func KeepRunning(in Input) Input {
-	r := in.Running
-	if r == nil || r.Hash == "" || !in.runtimeDiffers() || in.runtimeUpdate() != asyaruntime.Pinned || !in.keepable() {
-		return in
+// Given is the runtime the actor's pods are given, and, when that is not
+// the current one, the current one's name (AnnotationRuntimePending). The
+// pods keep what they run in place of the current runtime when only the
+// runtime would roll them: the workload exists and runs another runtime,
+// the rest of its pod template is unchanged, the actor's runtime update is
+// Pinned, and what the pods run can stand in for the current runtime
+// (delivery.running). Otherwise the pods take the current runtime: a new
+// actor, pods that roll for another reason, an actor or service that asks
+// for Immediate.
+func Given(in Input) (rt Runtime, pending string) {
+	d, cur, r := in.delivery(), in.current(), in.Decided.Running
+	if r == nil || r.Hash == "" || in.runtimeUpdate() != asyaruntime.Pinned {
+		return cur, ""
 	}
-	if r.TemplateHash != "" && r.TemplateHash != TemplateHash(PodTemplate(in)) {
-		return in // the pods roll anyway; they take the current runtime with the rest
+	observed := Runtime{Script: asyaruntime.Script{Hash: r.Hash}, Image: r.WriterImage}
+	if r.Hash == cur.Script.Hash && d.name(observed) == d.name(cur) {
+		return cur, "" // the pods run the current runtime
 	}
-	in.pending = in.runtimeName()
-	in.RuntimeHash = r.Hash
-	switch in.Runtime {
-	case asyaruntime.InitContainer:
-		in.RuntimeImage = r.WriterImage
-	case asyaruntime.PodTemplate:
-		in.RuntimeScript = r.TemplateScript
-	default:
-		in.RuntimeScript = r.ConfigMapScript
+	kept, ok := d.running(r, cur)
+	if !ok {
+		return cur, ""
 	}
-	return in
-}
-
-// runtimeDiffers: the pods run another script than the current one or,
-// with the init container, are given it by another image.
-func (in Input) runtimeDiffers() bool {
-	return in.Running.Hash != in.RuntimeHash ||
-		(in.Runtime == asyaruntime.InitContainer && in.Running.WriterImage != in.RuntimeImage)
+	if r.TemplateHash != "" && r.TemplateHash != TemplateHash(podTemplate(in, cur)) {
+		return cur, "" // the pods roll anyway; they take the current runtime with the rest
+	}
+	return kept, d.name(cur)
 }
 
 // runtimeUpdate is the actor's own choice, else the service's; Pinned
@@ -85,52 +78,20 @@ func (in Input) runtimeUpdate() asyaruntime.Update {
 	if u := asyaruntime.Update(in.Actor.Annotations[AnnotationRuntimeUpdate]); u.Valid() {
 		return u
 	}
-	if in.RuntimeUpdate == asyaruntime.Immediate {
+	if in.Service.Runtime.Update == asyaruntime.Immediate {
 		return asyaruntime.Immediate
 	}
 	return asyaruntime.Pinned
 }
 
-// keepable: what the pods were given is whole and of the current
-// runtime's generation. A script is kept only when it is the one the pod
-// template's hash names (so not a ConfigMap edited by hand) and speaks the
-// protocol the current script speaks; an init container only when it is
-// run as the current one is, with the same command, which says the
-// generation.
-func (in Input) keepable() bool {
-	r := in.Running
-	switch in.Runtime {
-	case asyaruntime.InitContainer:
-		return r.WriterImage != "" && slices.Equal(r.WriterCommand, in.runtimeWriterCommand())
-	case asyaruntime.PodTemplate:
-		return in.sameScript(r.TemplateScript)
-	default:
-		return in.sameScript(r.ConfigMapScript)
-	}
-}
-
-func (in Input) sameScript(src string) bool {
-	return src != "" && asyaruntime.Hash(src) == in.Running.Hash &&
-		asyaruntime.SpeaksHTTP(src) == asyaruntime.SpeaksHTTP(in.RuntimeScript)
-}
-
-// runtimeName names the current runtime in AnnotationRuntimePending: the
-// init container's image, which holds the script, or the script's hash.
-func (in Input) runtimeName() string {
-	if in.Runtime == asyaruntime.InitContainer {
-		return in.RuntimeImage
-	}
-	return in.RuntimeHash
-}
-
 // workloadAnnotations are ours on the workload itself.
 func (in Input) workloadAnnotations(tmpl corev1.PodTemplateSpec) map[string]string {
 	a := map[string]string{AnnotationTemplateHash: TemplateHash(tmpl)}
-	if in.pending != "" {
-		a[AnnotationRuntimePending] = in.pending
+	if _, pending := Given(in); pending != "" {
+		a[AnnotationRuntimePending] = pending
 	}
-	if in.Held != nil {
-		a[AnnotationQueueHeld] = heldValue(in.Held)
+	if in.Decided.Held != nil {
+		a[AnnotationQueueHeld] = heldValue(in.Decided.Held)
 	}
 	return a
 }

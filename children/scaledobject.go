@@ -19,7 +19,7 @@ const TriggerName = "queue"
 // ScaledObject returns the actor's ScaledObject, or nil when scaling is off
 // (or the cluster has no KEDA).
 func ScaledObject(in Input) *kedav1alpha1.ScaledObject {
-	if !in.ScalingActive {
+	if !in.Decided.ScalingActive {
 		return nil
 	}
 	s := in.Actor.Spec.Scaling

@@ -27,7 +27,7 @@ func scalingInput(t transport.Kind, edit func(*v1alpha1.AsyncActorSpec)) Input {
 		edit(&actor.Spec)
 	}
 	actor.Spec = actor.Spec.WithDefaults()
-	return Input{Actor: actor, Transport: t, ScalingActive: actor.Spec.Scaling.On()}
+	return Input{Actor: actor, Transport: t, Decided: Decided{ScalingActive: actor.Spec.Scaling.On()}}
 }
 
 func rabbitMQTransport(edit func(*rabbitmq.Settings)) transport.Kind {
@@ -142,7 +142,7 @@ func TestScalingRenderedHasNoEmptyFields(t *testing.T) {
 func TestScaledObjectNilWithoutScaling(t *testing.T) {
 	off := scalingInput(rabbitMQTransport(nil), func(s *v1alpha1.AsyncActorSpec) { s.Scaling.Enabled = ptr.To(false) })
 	noKEDA := scalingInput(rabbitMQTransport(nil), nil)
-	noKEDA.ScalingActive = false
+	noKEDA.Decided.ScalingActive = false
 	for name, in := range map[string]Input{"scaling off": off, "no KEDA": noKEDA} {
 		if so := ScaledObject(in); so != nil {
 			t.Errorf("%s: ScaledObject = %+v, want nil", name, so)

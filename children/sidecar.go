@@ -29,7 +29,7 @@ func (in Input) sidecar() corev1.Container {
 func (in Input) sidecarSecurityContext() *corev1.SecurityContext {
 	sc := in.Actor.Spec.Sidecar.SecurityContext
 	if sc == nil {
-		sc = in.SidecarSecurityContext
+		sc = in.Service.SidecarSecurityContext
 	}
 	if sc == nil || *sc == (corev1.SecurityContext{}) {
 		return nil
@@ -41,8 +41,8 @@ func (in Input) sidecarImage() string {
 	switch ref := in.Actor.Spec.Sidecar.Image.Reference(); {
 	case ref != "":
 		return ref
-	case in.SidecarImage != "":
-		return in.SidecarImage
+	case in.generation().sidecarImage(in.Service) != "":
+		return in.generation().sidecarImage(in.Service)
 	}
 	return v1alpha1.DefaultSidecarImage
 }
@@ -51,8 +51,8 @@ func (in Input) sidecarImage() string {
 // else the runtime container's own ASYA_GATEWAY_URL (as the Asya operator
 // does, and its multi-hop actors rely on), else none.
 func (in Input) gatewayEnv() (corev1.EnvVar, bool) {
-	if in.GatewayURL != "" {
-		return value(gatewayURLEnv, in.GatewayURL), true
+	if in.Service.GatewayURL != "" {
+		return value(gatewayURLEnv, in.Service.GatewayURL), true
 	}
 	for _, c := range in.Actor.Spec.Workload.Template.Spec.Containers {
 		if c.Name != v1alpha1.RuntimeContainer {

@@ -7,7 +7,7 @@ import (
 // TriggerAuthentication returns the actor's TriggerAuthentication when its
 // trigger needs credentials that trigger metadata cannot carry, else nil.
 func TriggerAuthentication(in Input) *kedav1alpha1.TriggerAuthentication {
-	if !in.ScalingActive {
+	if !in.Decided.ScalingActive {
 		return nil
 	}
 	spec := in.Transport.TriggerAuth()

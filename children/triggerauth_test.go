@@ -26,7 +26,7 @@ func TestTriggerAuthentication(t *testing.T) {
 		{Parameter: "awsSecretAccessKey", Name: "AWS_SECRET_ACCESS_KEY", ContainerName: "asya-sidecar"},
 	}
 	noKEDA := scalingInput(rabbitMQTransport(nil), nil)
-	noKEDA.ScalingActive = false
+	noKEDA.Decided.ScalingActive = false
 
 	tests := []struct {
 		name string

@@ -4,9 +4,6 @@ import (
 	"slices"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/utils/ptr"
-
-	asyaruntime "github.com/asya-sh/asya-sync/runtime"
 )
 
 // Volume names the service adds to every pod.
@@ -25,31 +22,13 @@ func (in Input) volumes() []corev1.Volume {
 	return []corev1.Volume{
 		{Name: volumeSocket, VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}},
 		{Name: volumeTmp, VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}},
-		{Name: volumeRuntime, VolumeSource: in.runtimeSource()},
+		{Name: volumeRuntime, VolumeSource: in.delivery().volume(in)},
 	}
 }
 
-// runtimeSource holds the runtime script as the file RuntimeScriptKey:
-// the actor's ConfigMap, the pod's own AnnotationRuntimeScript, or an
-// emptyDir the init container writes it into.
-func (in Input) runtimeSource() corev1.VolumeSource {
-	mode := ptr.To[int32](0o755)
-	switch in.Runtime {
-	case asyaruntime.PodTemplate:
-		return corev1.VolumeSource{DownwardAPI: &corev1.DownwardAPIVolumeSource{
-			Items: []corev1.DownwardAPIVolumeFile{{Path: RuntimeScriptKey,
-				FieldRef: &corev1.ObjectFieldSelector{APIVersion: "v1",
-					FieldPath: "metadata.annotations['" + AnnotationRuntimeScript + "']"}}},
-			DefaultMode: mode,
-		}}
-	case asyaruntime.InitContainer:
-		return corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}
-	}
-	return corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{
-		LocalObjectReference: corev1.LocalObjectReference{Name: RuntimeConfigMapName(in.Actor.Name)},
-		DefaultMode:          mode,
-	}}
-}
+// scriptMode makes the runtime script executable, whichever volume holds
+// it.
+const scriptMode int32 = 0o755
 
 // sharedMounts are mounted in both the runtime and the sidecar.
 func sharedMounts() []corev1.VolumeMount {

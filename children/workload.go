@@ -10,17 +10,12 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/asya-sh/asya-sync/api/v1alpha1"
-	asyaruntime "github.com/asya-sh/asya-sync/runtime"
 )
 
 // AnnotationRuntimeHash rolls the pods when the runtime script they are
 // given changes (a subPath mount never sees ConfigMap updates), and says
-// which script they run. Which one they are given: KeepRunning.
+// which script they run. Which one they are given: Given.
 const AnnotationRuntimeHash = "asya.sh/runtime-hash"
-
-// AnnotationRuntimeScript holds the script itself on the pod template when
-// it is delivered there (asyaruntime.PodTemplate).
-const AnnotationRuntimeScript = "asya.sh/runtime-script"
 
 // Workload returns the actor's Deployment or StatefulSet around its pod
 // template, PodTemplate(in), which the caller builds once: it checks it
@@ -64,9 +59,9 @@ func StatefulSet(in Input, tmpl corev1.PodTemplateSpec) *appsv1.StatefulSet {
 // replicas is omitted when KEDA's HPA owns the count.
 func (in Input) replicas() *int32 {
 	switch {
-	case in.Standby:
+	case in.Decided.Standby:
 		return ptr.To(int32(0))
-	case in.ScalingActive:
+	case in.Decided.ScalingActive:
 		return nil
 	}
 	return ptr.To(*in.Actor.Spec.Workload.Replicas)
@@ -86,6 +81,12 @@ func (in Input) selectorLabels() map[string]string {
 // before, the actor's that its generation copies, the template's, and the
 // selector's: no other label can change which pods the workload selects.
 func PodTemplate(in Input) corev1.PodTemplateSpec {
+	rt, _ := Given(in)
+	return podTemplate(in, rt)
+}
+
+// podTemplate is PodTemplate with the runtime rt.
+func podTemplate(in Input, rt Runtime) corev1.PodTemplateSpec {
 	user := in.Actor.Spec.Workload.Template
 	spec := *user.Spec.DeepCopy()
 	for i := range spec.Containers {
@@ -94,32 +95,21 @@ func PodTemplate(in Input) corev1.PodTemplateSpec {
 		}
 	}
 	spec.Containers = append(spec.Containers, in.sidecar())
-	if in.Runtime == asyaruntime.InitContainer {
-		spec.InitContainers = append([]corev1.Container{in.runtimeWriter()}, spec.InitContainers...)
-	}
 	spec.Volumes = addVolumes(spec.Volumes, in.volumes())
 	spec.TerminationGracePeriodSeconds = ptr.To(*in.Actor.Spec.Timeout.GracefulShutdown)
 	spec.SecurityContext = withDefaultSeccomp(spec.SecurityContext, spec.OS)
 	if in.usesIRSA() {
 		spec.ServiceAccountName = ServiceAccountName(in.Actor.Name)
 	}
-	return corev1.PodTemplateSpec{
+	tmpl := corev1.PodTemplateSpec{
 		ObjectMeta: metav1.ObjectMeta{
 			Labels:      merged(in.generation().actorLabels(in), user.Metadata.Labels, in.selectorLabels()),
-			Annotations: merged(user.Metadata.Annotations, in.templateAnnotations()),
+			Annotations: merged(user.Metadata.Annotations, map[string]string{AnnotationRuntimeHash: rt.Script.Hash}),
 		},
 		Spec: spec,
 	}
-}
-
-// templateAnnotations are ours on the pod template: the script's hash, and
-// the script itself when it is delivered there.
-func (in Input) templateAnnotations() map[string]string {
-	a := map[string]string{AnnotationRuntimeHash: in.RuntimeHash}
-	if in.Runtime == asyaruntime.PodTemplate {
-		a[AnnotationRuntimeScript] = in.RuntimeScript
-	}
-	return a
+	in.delivery().template(in, rt, &tmpl)
+	return tmpl
 }
 
 // withDefaultSeccomp gives the pod the container runtime's default seccomp

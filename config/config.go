@@ -18,6 +18,7 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/yaml"
 
+	"github.com/asya-sh/asya-sync/children"
 	asyaruntime "github.com/asya-sh/asya-sync/runtime"
 	"github.com/asya-sh/asya-sync/transport"
 	"github.com/asya-sh/asya-sync/transport/brokers"
@@ -153,16 +154,11 @@ func Parse(data []byte) (*Config, error) {
 	case !cfg.RuntimeUpdate.Valid():
 		return nil, fmt.Errorf("runtimeUpdate: %q is not %s or %s", raw.RuntimeUpdate, asyaruntime.Pinned, asyaruntime.Immediate)
 	}
-	switch cfg.RuntimeDelivery {
-	case "":
+	if cfg.RuntimeDelivery == "" {
 		cfg.RuntimeDelivery = asyaruntime.ConfigMap
-	case asyaruntime.ConfigMap, asyaruntime.PodTemplate:
-	case asyaruntime.InitContainer:
-		if cfg.RuntimeImage == "" {
-			return nil, fmt.Errorf("runtimeImage: required with runtimeDelivery %s: asya-sync's own image, whose binary writes the runtime script", asyaruntime.InitContainer)
-		}
-	default:
-		return nil, fmt.Errorf("runtimeDelivery: %q is not %s, %s or %s", raw.RuntimeDelivery, asyaruntime.ConfigMap, asyaruntime.PodTemplate, asyaruntime.InitContainer)
+	}
+	if err := children.CheckDelivery(cfg.RuntimeDelivery, cfg.RuntimeImage); err != nil {
+		return nil, err
 	}
 	if cfg.SidecarSecurityContext == nil {
 		cfg.SidecarSecurityContext = DefaultSidecarSecurityContext()

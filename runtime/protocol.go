@@ -3,7 +3,9 @@ package runtime
 import (
 	"crypto/sha256"
 	"encoding/hex"
+	"fmt"
 	"regexp"
+	"strings"
 )
 
 // Hash is the hash of a script's source as Script carries it: the hex
@@ -22,3 +24,29 @@ func Hash(src string) string {
 func SpeaksHTTP(src string) bool { return httpServerImport.MatchString(src) }
 
 var httpServerImport = regexp.MustCompile(`(?m)^[ \t]*(import[ \t]+http\.server|from[ \t]+http\.server[ \t]+import)\b`)
+
+// httpFlag makes write-runtime write the HTTP script.
+const httpFlag = "--http"
+
+// WriteArgs are the arguments of asya-sync's write-runtime command that
+// write the embedded script speaking HTTP, or frames, before the path to
+// write it to.
+func WriteArgs(http bool) []string {
+	if http {
+		return []string{"write-runtime", httpFlag}
+	}
+	return []string{"write-runtime"}
+}
+
+// ParseWriteArgs reads what follows write-runtime: the embedded script
+// WriteArgs asks for, and the path.
+func ParseWriteArgs(args []string) (Script, string, error) {
+	script := Embedded()
+	if len(args) == 2 && args[0] == httpFlag {
+		script, args = EmbeddedHTTP(), args[1:]
+	}
+	if len(args) != 1 || strings.HasPrefix(args[0], "-") {
+		return Script{}, "", fmt.Errorf("write-runtime takes the file to write, after %s for the HTTP runtime", httpFlag)
+	}
+	return script, args[0], nil
+}

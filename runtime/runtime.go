@@ -23,17 +23,20 @@ var embeddedHTTP string
 type Script struct {
 	Source string // the script text
 	Hash   string // hex-encoded SHA-256 of Source
+	// HTTP: the script serves the sidecar HTTP (SpeaksHTTP), read once
+	// when the script is made.
+	HTTP bool
 }
 
 // Embedded returns the runtime script built into the binary.
 func Embedded() Script {
-	return newScript(embedded)
+	return NewScript(embedded)
 }
 
 // EmbeddedHTTP returns the runtime script of the current Asya generation
 // (sidecar 0.5 and later: HTTP on the Unix socket) built into the binary.
 func EmbeddedHTTP() Script {
-	return newScript(embeddedHTTP)
+	return NewScript(embeddedHTTP)
 }
 
 // Load reads the runtime script from path. An empty path means the embedded
@@ -50,9 +53,10 @@ func Load(path string) (Script, error) {
 	if len(b) == 0 {
 		return Script{}, fmt.Errorf("runtime script %q is empty", path)
 	}
-	return newScript(string(b)), nil
+	return NewScript(string(b)), nil
 }
 
-func newScript(src string) Script {
-	return Script{Source: src, Hash: Hash(src)}
+// NewScript is the script of source src.
+func NewScript(src string) Script {
+	return Script{Source: src, Hash: Hash(src), HTTP: SpeaksHTTP(src)}
 }

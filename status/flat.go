@@ -14,6 +14,14 @@ const (
 	PhaseNapping  = "Napping"
 )
 
+// generationExtras are the status fields only one generation has, by
+// generation: nested actors have none.
+var generationExtras = map[v1alpha1.Generation]func(st *v1alpha1.AsyncActorStatus, in Input){
+	v1alpha1.Flat: func(st *v1alpha1.AsyncActorStatus, in Input) {
+		st.FlatStatus = flatStatus(st, in.QueueIdentifier, in.QueueURL)
+	},
+}
+
 // flatStatus is what upstream's tools read of a flat actor, derived from
 // the status already computed, so both always agree.
 func flatStatus(st *v1alpha1.AsyncActorStatus, queueID, queueURL string) v1alpha1.FlatStatus {

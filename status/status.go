@@ -196,8 +196,8 @@ func Compute(in Input) Result {
 	o.setReplicaFields(&st)
 	setOperatorSummaries(&st)
 	st.Status = o.statusValue()
-	if o.actor.Spec.AsyaGeneration == v1alpha1.Flat {
-		st.FlatStatus = flatStatus(&st, in.QueueIdentifier, in.QueueURL)
+	if extra := generationExtras[o.actor.Spec.AsyaGeneration]; extra != nil {
+		extra(&st, in)
 	}
 	return Result{Status: st, ResyncAfter: o.resyncAfter(&st)}
 }

@@ -62,7 +62,7 @@ func (h *Handler) assess(req *hook.SyncRequest) *assessment {
 	}
 	a.transport, a.queue, a.found = h.transportOf(a.actor.Spec)
 	if a.found {
-		a.problems = append(a.problems, validate(a.actor.Name, a.actor.Spec, a.transport)...)
+		a.problems = append(a.problems, validate(a.actor, a.transport)...)
 		a.problems = append(a.problems, validateRuntimeUpdate(a.actor)...)
 		a.secretProblems = a.checkSecrets()
 		owner, mine := transport.Owner(a.actor, h.claimants(req))
@@ -79,7 +79,7 @@ func (h *Handler) assess(req *hook.SyncRequest) *assessment {
 func (h *Handler) plan(a *assessment) {
 	a.scalingActive = a.actor.Spec.Scaling.On() && !a.kedaMissing() && !a.standby
 	if a.valid() {
-		a.build = children.KeepRunning(h.childrenInput(a))
+		a.build = h.childrenInput(a)
 		a.template = children.PodTemplate(a.build)
 		a.checkPodSecurity()
 	}
@@ -103,37 +103,41 @@ func (h *Handler) transportOf(spec v1alpha1.AsyncActorSpec) (config.Transport, s
 
 func (h *Handler) childrenInput(a *assessment) children.Input {
 	claims, _ := a.actor.Spec.Workload.ClaimTemplates() // validated
-	in := children.Input{
-		ClaimTemplates:         claims,
-		Actor:                  a.actor,
-		Transport:              a.transport.Kind,
-		SidecarImage:           h.Config.SidecarImage,
-		SidecarSecurityContext: h.Config.SidecarSecurityContext,
-		GatewayURL:             h.Config.GatewayURL,
-		RuntimeScript:          h.Script.Source,
-		RuntimeHash:            h.Script.Hash,
-		Runtime:                h.Config.RuntimeDelivery,
-		RuntimeImage:           h.Config.RuntimeImage,
-		RuntimeUpdate:          h.Config.RuntimeUpdate,
-		Running:                a.running(),
-		ScalingActive:          a.scalingActive,
-		Standby:                a.standby,
-		Held:                   a.held,
-		Ends:                   h.Config.FlatActors.Ends(),
+	return children.Input{
+		Service:        h.service(),
+		Actor:          a.actor,
+		Transport:      a.transport.Kind,
+		ClaimTemplates: claims,
+		Decided: children.Decided{
+			ScalingActive: a.scalingActive,
+			Standby:       a.standby,
+			Held:          a.held,
+			Restricted:    a.enforcesRestricted(),
+			Running:       a.running(),
+		},
 	}
-	if a.actor.Spec.AsyaGeneration == v1alpha1.Flat {
-		in.SidecarImage = h.Config.FlatActors.SidecarImage
-		in.RuntimeScript, in.RuntimeHash = h.FlatScript.Source, h.FlatScript.Hash
-		in.HardenRuntime = a.enforcesRestricted()
+}
+
+// service is what the service's configuration gives every actor's
+// children.
+func (h *Handler) service() children.Service {
+	cfg := h.Config
+	return children.Service{
+		SidecarImage:           cfg.SidecarImage,
+		FlatSidecarImage:       cfg.FlatActors.SidecarImage,
+		SidecarSecurityContext: cfg.SidecarSecurityContext,
+		GatewayURL:             cfg.GatewayURL,
+		Ends:                   cfg.FlatActors.Ends(),
+		Runtime: children.RuntimeService{Script: h.Script, HTTPScript: h.FlatScript,
+			Delivery: cfg.RuntimeDelivery, Image: cfg.RuntimeImage, Update: cfg.RuntimeUpdate},
 	}
-	return in
 }
 
 // serviceDefaults completes the actor with what the service configuration
 // decides: the transport of a flat actor that names none.
 func (h *Handler) serviceDefaults(actor *v1alpha1.AsyncActor) {
-	if actor.Spec.AsyaGeneration == v1alpha1.Flat && actor.Spec.Transport == "" {
-		actor.Spec.Transport = h.Config.FlatActors.Transport
+	if actor.Spec.Transport == "" {
+		actor.Spec.Transport = generationOf(actor).transport(h.Config)
 	}
 }
 
@@ -207,12 +211,8 @@ func heldAdvice(actor *v1alpha1.AsyncActor, queue string) string {
 		return "this actor runs no replicas, so that nothing it routes there reaches that actor, " +
 			"and leaves the queue alone; rename that actor, or delete it to hand the queue over"
 	}
-	name := "metadata.name"
-	if actor.Spec.AsyaGeneration == v1alpha1.Flat {
-		name = "spec.actor"
-	}
 	return fmt.Sprintf("this actor runs no replicas and leaves the queue alone; rename this actor (%s), "+
-		"or delete that one to hand the queue over", name)
+		"or delete that one to hand the queue over", actor.Spec.QueueActorField())
 }
 
 // valid reports whether children may be built. An invalid actor keeps its

@@ -35,8 +35,8 @@ func (h *Handler) Customize(req *hook.CustomizeRequest) *hook.CustomizeResponse 
 		rules = append(rules, hook.RelatedResourceRule{APIVersion: "v1", Resource: "pods", Namespace: ns,
 			LabelSelector: &hook.LabelSelector{MatchLabels: map[string]string{children.LabelActor: name}}})
 	}
-	switch {
-	case watch.Namesakes && actor.Spec.AsyaGeneration == v1alpha1.Flat:
+	switch _, scoped := actor.QueueActor(); {
+	case watch.Namesakes && scoped:
 		// Flat actors claim asya-<namespace>-<actor>, spec.actor being no
 		// name Metacontroller can select by: every actor of the namespace.
 		rules = append(rules, hook.RelatedResourceRule{APIVersion: v1alpha1.GroupVersion.String(), Resource: v1alpha1.Resource, Namespace: ns})

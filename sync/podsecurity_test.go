@@ -59,7 +59,7 @@ func TestPodSecurityProblems(t *testing.T) {
 				Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "asya-runtime", Image: "python:3.12", SecurityContext: tt.runtime}}}}}}
 			actor.Spec.Sidecar.SecurityContext = tt.sidecar
 			actor.Spec = actor.Spec.WithDefaults()
-			tmpl := children.PodTemplate(children.Input{Actor: actor, SidecarSecurityContext: config.DefaultSidecarSecurityContext(),
+			tmpl := children.PodTemplate(children.Input{Actor: actor, Service: children.Service{SidecarSecurityContext: config.DefaultSidecarSecurityContext()},
 				Transport: &rabbitmq.Settings{}})
 			got := podSecurityProblems(tt.ns, tmpl, actor.Spec)
 			if len(tt.want) == 0 {

@@ -2,6 +2,7 @@ package sync
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -25,13 +26,15 @@ const (
 // the container or field. The CRD rejects most of the range and enum
 // errors at admission; they are checked again for actors that reach the
 // hook without that CRD (render, older installs).
-func validate(name string, spec v1alpha1.AsyncActorSpec, t config.Transport) []string {
-	if spec.AsyaGeneration == v1alpha1.Flat {
-		return validateFlat(spec)
-	}
+func validate(actor *v1alpha1.AsyncActor, t config.Transport) []string {
+	return generationOf(actor).validate(actor.Name, actor.Spec, t)
+}
+
+// validate: the pod template is the user's, and named as the spec does.
+func (nested) validate(name string, spec v1alpha1.AsyncActorSpec, t config.Transport) []string {
 	problems := validateName(name)
 	problems = append(problems, validateContainers(spec.Workload.Template.Spec)...)
-	problems = append(problems, validateVolumes(spec.Workload.Template.Spec)...)
+	problems = append(problems, reservedVolumes(templatePath+".volumes", spec.Workload.Template.Spec.Volumes)...)
 	problems = append(problems, validateRanges(spec)...)
 	problems = append(problems, validateAdvanced(spec)...)
 	problems = append(problems, validateClaims(spec.Workload)...)
@@ -90,14 +93,13 @@ func validateContainers(pod corev1.PodSpec) []string {
 	return problems
 }
 
-func validateVolumes(pod corev1.PodSpec) []string {
+// reservedVolumes refuses the volume names the runtime and the sidecar
+// depend on; path is where the list is written.
+func reservedVolumes(path string, volumes []corev1.Volume) []string {
 	var problems []string
-	for i, v := range pod.Volumes {
-		for _, reserved := range children.ReservedVolumes {
-			if v.Name == reserved {
-				problems = append(problems, fmt.Sprintf(
-					"%s.volumes[%d]: the volume name %s is reserved for asya-sync", templatePath, i, reserved))
-			}
+	for i, v := range volumes {
+		if slices.Contains(children.ReservedVolumes, v.Name) {
+			problems = append(problems, fmt.Sprintf("%s[%d]: the volume name %s is reserved for asya-sync", path, i, v.Name))
 		}
 	}
 	return problems

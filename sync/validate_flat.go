@@ -10,12 +10,12 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/asya-sh/asya-sync/api/v1alpha1"
-	"github.com/asya-sh/asya-sync/children"
+	"github.com/asya-sh/asya-sync/config"
 )
 
-// validateFlat lists what is wrong with a flat spec, naming its own fields
-// (the pod template it becomes is asya-sync's, not the user's).
-func validateFlat(spec v1alpha1.AsyncActorSpec) []string {
+// validate names the flat spec's own fields (the pod template it becomes
+// is asya-sync's, not the user's).
+func (flat) validate(_ string, spec v1alpha1.AsyncActorSpec, _ config.Transport) []string {
 	c := spec.CurrentSpec
 	var problems []string
 	add := func(format string, args ...any) { problems = append(problems, fmt.Sprintf(format, args...)) }
@@ -36,13 +36,7 @@ func validateFlat(spec v1alpha1.AsyncActorSpec) []string {
 	}
 	problems = append(problems, reservedNames("spec.initContainers", lists.InitContainers)...)
 	problems = append(problems, reservedNames("spec.sidecars", lists.Sidecars)...)
-	for i, v := range lists.Volumes {
-		for _, r := range children.ReservedVolumes {
-			if v.Name == r {
-				add("spec.volumes[%d]: the volume name %s is reserved for asya-sync", i, r)
-			}
-		}
-	}
+	problems = append(problems, reservedVolumes("spec.volumes", lists.Volumes)...)
 	problems = append(problems, validateResiliency(c.Resiliency)...)
 	s := spec.Scaling
 	if *s.MinReplicas > *s.MaxReplicas {

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
 	"github.com/asya-sh/asya-sync/api/v1alpha1"
@@ -64,7 +65,7 @@ func TestValidate(t *testing.T) {
 			spec := v1alpha1.AsyncActorSpec{Transport: tt.transport.Name,
 				Workload: v1alpha1.WorkloadSpec{Template: v1alpha1.PodTemplate{Spec: corev1.PodSpec{Containers: []corev1.Container{runtime}}}}}
 			tt.edit(&spec)
-			got := validate("echo", spec.WithDefaults(), tt.transport)
+			got := validate(&v1alpha1.AsyncActor{ObjectMeta: metav1.ObjectMeta{Name: "echo"}, Spec: spec.WithDefaults()}, tt.transport)
 			if len(got) != len(tt.want) {
 				t.Fatalf("problems = %q, want %d matching %q", got, len(tt.want), tt.want)
 			}

@@ -3,7 +3,6 @@ package main
 import (
 	"fmt"
 	"os"
-	"strings"
 
 	"github.com/asya-sh/asya-sync/children"
 	"github.com/asya-sh/asya-sync/config"
@@ -16,23 +15,20 @@ import (
 // never reach them and is refused.
 func runtimeScript(cfg *config.Config) (asyaruntime.Script, error) {
 	path := os.Getenv("ASYA_RUNTIME_SCRIPT_PATH")
-	if path != "" && cfg.RuntimeDelivery == asyaruntime.InitContainer {
+	if path != "" && children.ScriptInImage(cfg.RuntimeDelivery) {
 		return asyaruntime.Script{}, fmt.Errorf("ASYA_RUNTIME_SCRIPT_PATH cannot replace the script with runtimeDelivery %s: the pods run the script built into %s",
-			asyaruntime.InitContainer, cfg.RuntimeImage)
+			cfg.RuntimeDelivery, cfg.RuntimeImage)
 	}
 	return asyaruntime.Load(path)
 }
 
 // runWriteRuntime writes an embedded runtime script to the path given,
-// executable: the init container of runtimeDelivery initContainer. With
-// --http it is the flat actors' script, which talks HTTP.
+// executable: the init container of runtimeDelivery initContainer, with
+// the arguments asyaruntime.WriteArgs gives it.
 func runWriteRuntime(args []string) error {
-	script := asyaruntime.Embedded()
-	if len(args) == 2 && args[0] == children.HTTPRuntimeFlag {
-		script, args = asyaruntime.EmbeddedHTTP(), args[1:]
+	script, path, err := asyaruntime.ParseWriteArgs(args)
+	if err != nil {
+		return err
 	}
-	if len(args) != 1 || strings.HasPrefix(args[0], "-") {
-		return fmt.Errorf("write-runtime takes the file to write, after %s for the HTTP runtime", children.HTTPRuntimeFlag)
-	}
-	return os.WriteFile(args[0], []byte(script.Source), 0o755)
+	return os.WriteFile(path, []byte(script.Source), 0o755)
 }
