@@ -29,8 +29,12 @@ func (g Generation) String() string {
 	return "nested"
 }
 
-// The top-level fields only one shape has; transport, sidecar and scaling
-// are in both. The CRD's CEL rules (types.go) name the same fields.
+// The shape rule: the fields only one shape has, at the top of the spec
+// and, as paths, under spec.scaling. The shared lists name the fields
+// both shapes have, which tell nothing; with them every JSON field of
+// AsyncActorSpec and ScalingSpec is in exactly one list (shape_test.go
+// holds the lists to the structs). The CRD's CEL rules (types.go) must
+// say the same.
 var (
 	nestedFields = []string{"workload", "timeout"}
 	flatFields   = append([]string{"actor", "image", "handler", "imagePullPolicy", "pythonExecutable", "replicas", "env",
@@ -41,32 +45,34 @@ var (
 	claimFields = []string{"compositionRef", "compositionRevisionRef", "compositionRevisionSelector",
 		"compositionSelector", "compositionUpdatePolicy", "compositeDeletePolicy", "resourceRef",
 		"writeConnectionSecretToRef", "publishConnectionDetailsTo"}
-	nestedScaling = []string{"minReplicas", "maxReplicas"}
+	sharedFields = []string{"transport", "sidecar", "scaling"}
+
+	// advanced.triggers is the 0.3 shape's: the flat shape's triggers are
+	// additionalTriggers, which flatModel writes over advanced.triggers,
+	// so a flat actor's own advanced.triggers would be dropped unseen.
+	nestedScaling = []string{"minReplicas", "maxReplicas", "advanced.triggers"}
 	flatScaling   = []string{"minReplicaCount", "maxReplicaCount", "additionalTriggers"}
+	sharedScaling = []string{"enabled", "pollingInterval", "cooldownPeriod", "queueLength", "advanced",
+		"advanced.formula", "advanced.target", "advanced.activationTarget", "advanced.metricType",
+		"advanced.restoreToOriginalReplicaCount"}
 )
 
 // ShapeOf tells the generation of a spec from its fields, and refuses a
 // spec that mixes the two shapes, naming the fields of each.
 func ShapeOf(spec json.RawMessage) (Generation, error) {
-	var top map[string]json.RawMessage
+	var top map[string]any
 	if err := json.Unmarshal(spec, &top); err != nil {
 		return Nested, err
 	}
-	var scaling map[string]json.RawMessage
-	_ = json.Unmarshal(top["scaling"], &scaling) // a bad scaling fails the decode itself
-	return shape(top, scaling)
+	return ShapeOfObject(top)
 }
 
 // ShapeOfObject is ShapeOf for a spec already decoded, as the related
 // actors Metacontroller sends come (transport.Owner).
 func ShapeOfObject(spec map[string]any) (Generation, error) {
-	scaling, _ := spec["scaling"].(map[string]any)
-	return shape(spec, scaling)
-}
-
-func shape[V any](top, scaling map[string]V) (Generation, error) {
-	nested := append(present(top, nestedFields, ""), present(scaling, nestedScaling, "scaling.")...)
-	flat := append(present(top, flatFields, ""), present(scaling, flatScaling, "scaling.")...)
+	scaling, _ := spec["scaling"].(map[string]any) // a bad scaling fails the decode itself
+	nested := append(present(spec, nestedFields, ""), present(scaling, nestedScaling, "scaling.")...)
+	flat := append(present(spec, flatFields, ""), present(scaling, flatScaling, "scaling.")...)
 	switch {
 	case len(nested) > 0 && len(flat) > 0:
 		return Nested, fmt.Errorf("spec mixes two shapes: %s of the nested 0.3 shape and %s of the flat shape; use one",
@@ -77,13 +83,30 @@ func shape[V any](top, scaling map[string]V) (Generation, error) {
 	return Nested, nil
 }
 
-func present[V any](m map[string]V, names []string, prefix string) []string {
+// present are the paths of names that m has, sorted, each after prefix.
+func present(m map[string]any, names []string, prefix string) []string {
 	var out []string
 	for _, n := range names {
-		if _, ok := m[n]; ok {
+		if has(m, n) {
 			out = append(out, prefix+n)
 		}
 	}
 	slices.Sort(out)
 	return out
+}
+
+// has reports whether m has the field at path ("advanced.triggers"), as
+// CEL's has() does: every object on the way must be there.
+func has(m map[string]any, path string) bool {
+	for {
+		head, rest, deeper := strings.Cut(path, ".")
+		v, ok := m[head]
+		if !ok || !deeper {
+			return ok
+		}
+		if m, ok = v.(map[string]any); !ok {
+			return false
+		}
+		path = rest
+	}
 }
