@@ -33,8 +33,9 @@ func (g Generation) String() string {
 // and, as paths, under spec.scaling. The shared lists name the fields
 // both shapes have, which tell nothing; with them every JSON field of
 // AsyncActorSpec and ScalingSpec is in exactly one list (shape_test.go
-// holds the lists to the structs). The CRD's CEL rules (types.go) must
-// say the same.
+// holds the lists to the structs). The CRD's CEL rules (types.go) say
+// the same for admission: shape_cel_test.go evaluates them against a spec
+// carrying each field of the CRD and compares their verdict with ShapeOf's.
 var (
 	nestedFields = []string{"workload", "timeout"}
 	flatFields   = append([]string{"actor", "image", "handler", "imagePullPolicy", "pythonExecutable", "replicas", "env",

@@ -3,14 +3,10 @@ package v1alpha1
 import (
 	"encoding/json"
 	"maps"
-	"os"
 	"reflect"
-	"regexp"
 	"slices"
 	"strings"
 	"testing"
-
-	"sigs.k8s.io/yaml"
 )
 
 func TestShapeOf(t *testing.T) {
@@ -155,68 +151,4 @@ func jsonFields(typ reflect.Type, prefix string) []string {
 		}
 	}
 	return out
-}
-
-// The shape rule is written twice: ShapeOf's field lists for the hook, the
-// CRD's CEL rule for admission. Both must name the same fields.
-func TestCRDShapeRuleNamesTheSameFields(t *testing.T) {
-	data, err := os.ReadFile("../../manifests/crd/asya.sh_asyncactors.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var crd struct {
-		Spec struct {
-			Versions []struct {
-				Schema struct {
-					OpenAPIV3Schema struct {
-						Properties map[string]struct {
-							Validations []struct {
-								Rule    string `json:"rule"`
-								Message string `json:"message"`
-							} `json:"x-kubernetes-validations"`
-						} `json:"properties"`
-					} `json:"openAPIV3Schema"`
-				} `json:"schema"`
-			} `json:"versions"`
-		} `json:"spec"`
-	}
-	if err := yaml.Unmarshal(data, &crd); err != nil {
-		t.Fatal(err)
-	}
-	var rule string
-	for _, v := range crd.Spec.Versions[0].Schema.OpenAPIV3Schema.Properties["spec"].Validations {
-		if strings.HasPrefix(v.Message, "mixes two shapes") {
-			rule = v.Rule
-		}
-	}
-	if rule == "" {
-		t.Fatal("the CRD has no rule refusing a spec that mixes the shapes")
-	}
-	// The rule is !(nested fields) || !(flat fields).
-	halves := strings.SplitN(rule, ") || !(", 2)
-	if len(halves) != 2 {
-		t.Fatalf("rule %q is not !(nested) || !(flat)", rule)
-	}
-	has := regexp.MustCompile(`has\(self\.(\w+)\)`)
-	names := func(s string) []string {
-		var out []string
-		for _, m := range has.FindAllStringSubmatch(s, -1) {
-			out = append(out, m[1])
-		}
-		slices.Sort(out)
-		return out
-	}
-	for _, tc := range []struct {
-		shape  string
-		rule   []string
-		listed []string
-	}{
-		{"nested", names(halves[0]), nestedFields},
-		{"flat", names(halves[1]), flatFields},
-	} {
-		want := slices.Sorted(slices.Values(tc.listed))
-		if !slices.Equal(tc.rule, want) {
-			t.Errorf("the CRD's rule names %v as %s fields, ShapeOf %v", tc.rule, tc.shape, want)
-		}
-	}
 }
