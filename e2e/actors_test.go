@@ -308,10 +308,14 @@ type example struct {
 	actor obj
 }
 
-// examples lists the AsyncActors of examples/.
+// examples lists the AsyncActors of examples/, and fails the test when
+// there are none: a test of the examples that finds none tests nothing.
 func examples(t *testing.T) []example {
 	t.Helper()
-	files, _ := filepath.Glob(filepath.Join(env.root, "examples", "*.yaml"))
+	files, err := filepath.Glob(filepath.Join(env.root, "examples", "*.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
 	var out []example
 	for _, f := range files {
 		docs, err := readYAMLDocs(f)
@@ -324,15 +328,18 @@ func examples(t *testing.T) []example {
 			}
 		}
 	}
+	if len(out) == 0 {
+		t.Fatalf("no AsyncActor in %s", filepath.Join(env.root, "examples"))
+	}
 	return out
 }
 
 // TestExamples runs the actors of examples/ through the documented steps:
 // kubectl apply, then kubectl get asya.
 func TestExamples(t *testing.T) {
+	all := examples(t)
 	ctx := ctxFor(t, 2*time.Minute)
 	ensureNamespace(t, ctx, "default", true)
-	all := examples(t)
 	for _, ex := range all {
 		ns := str(ex.actor, "metadata", "namespace")
 		if ns == "" {
@@ -355,9 +362,6 @@ func TestExamples(t *testing.T) {
 			}
 			t.Logf("kubectl get asya -n %s:\n%s", ns, out)
 		})
-	}
-	if len(all) == 0 {
-		t.Fatal("no AsyncActor in examples/")
 	}
 }
 
