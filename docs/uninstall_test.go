@@ -2,17 +2,18 @@ package docs
 
 import (
 	"context"
-	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"reflect"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/asya-sh/asya-sync/api/hook"
 	"github.com/asya-sh/asya-sync/api/v1alpha1"
 	"github.com/asya-sh/asya-sync/config"
 	"github.com/asya-sh/asya-sync/finalize"
@@ -150,29 +151,55 @@ func TestUninstallRemovesWhatFinalizeLeaves(t *testing.T) {
 	}
 }
 
-// TestUninstallGracePeriodOfFlatActors: docs/uninstall.md gives the grace
-// period a flat actor's pods get, the default the hook gives a flat spec,
-// which has no field for it.
-func TestUninstallGracePeriodOfFlatActors(t *testing.T) {
-	spec := flatActor("ns", "a").Spec.WithDefaults()
-	if spec.Timeout.GracefulShutdown == nil {
-		t.Fatal("a flat spec gets no grace period")
+// gracePeriods are docs/uninstall.md's figures for the grace period of an
+// actor's pods: a nested actor's default, and what a flat actor's get.
+var gracePeriods = regexp.MustCompile("`spec.timeout.gracefulShutdown`" +
+	` of a nested actor \((\d+) s by default\).*a flat actor's pods always get (\d+) s`)
+
+// TestUninstallGracePeriods: an actor as the hook (and render) decodes it
+// carries the grace period docs/uninstall.md gives its pods (the workload
+// copies it into terminationGracePeriodSeconds): a nested actor's
+// spec.timeout.gracefulShutdown, or its default; for a flat actor always
+// the same, whatever else it writes, since a flat spec that writes
+// spec.timeout.gracefulShutdown is refused as a mix of both shapes.
+func TestUninstallGracePeriods(t *testing.T) {
+	m := gracePeriods.FindStringSubmatch(strings.Join(strings.Fields(readDoc(t, "docs/uninstall.md")), " "))
+	if m == nil {
+		t.Fatalf("docs/uninstall.md has no sentence matching %s", gracePeriods)
 	}
-	for _, f := range reflect.VisibleFields(reflect.TypeOf(v1alpha1.CurrentSpec{})) {
-		if tag := strings.ToLower(f.Tag.Get("json")); strings.Contains(tag, "grace") || strings.Contains(tag, "termination") || strings.Contains(tag, "shutdown") {
-			t.Fatalf("the flat shape has %s: docs/uninstall.md says it has no field for the grace period", tag)
-		}
-	}
-	want := fmt.Sprintf("always get %d s", *spec.Timeout.GracefulShutdown)
-	for _, para := range regexp.MustCompile(`\n\s*\n|\n- `).Split(readDoc(t, "docs/uninstall.md"), -1) {
-		if strings.Contains(para, "terminationGracePeriodSeconds") {
-			if folded := strings.Join(strings.Fields(para), " "); !strings.Contains(folded, "flat") || !strings.Contains(folded, want) {
-				t.Errorf("docs/uninstall.md names terminationGracePeriodSeconds without saying a flat actor's pods %s:\n%s", want, para)
+	nestedDefault, _ := strconv.ParseInt(m[1], 10, 64)
+	flat, _ := strconv.ParseInt(m[2], 10, 64)
+	const nested = `"transport":"mq","workload":{"template":{"spec":{"containers":[{"name":"asya-runtime","image":"i"}]}}}`
+	const flatFields = `"actor":"a","image":"i","handler":"m.f"`
+	for _, tc := range []struct {
+		name, spec string
+		want       int64 // the pods' grace period; 0: the spec is refused
+	}{
+		{"nested, default", `{` + nested + `}`, nestedDefault},
+		{"nested, written", `{` + nested + `,"timeout":{"gracefulShutdown":120}}`, 120},
+		{"flat", `{` + flatFields + `}`, flat},
+		{"flat with a long actor timeout", `{` + flatFields + `,"resiliency":{"actorTimeout":"20m"}}`, flat},
+		{"flat with a short actor timeout", `{` + flatFields + `,"resiliency":{"actorTimeout":"2s"}}`, flat},
+		{"flat with scaling and replicas", `{` + flatFields + `,"replicas":3,"scaling":{"enabled":false,"cooldownPeriod":600}}`, flat},
+		{"flat writing the nested field", `{` + flatFields + `,"timeout":{"gracefulShutdown":120}}`, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			parent := `{"apiVersion":"asya.sh/v1alpha1","kind":"AsyncActor","metadata":{"name":"a","namespace":"ns"},"spec":` + tc.spec + `}`
+			actor, specErr, err := hook.DecodeParent([]byte(parent))
+			switch {
+			case err != nil:
+				t.Fatal(err)
+			case tc.want == 0:
+				if specErr == nil {
+					t.Errorf("the spec is accepted, with a grace period of %d s", *actor.Spec.Timeout.GracefulShutdown)
+				}
+			case specErr != nil:
+				t.Errorf("the spec is refused: %v", specErr)
+			case *actor.Spec.Timeout.GracefulShutdown != tc.want:
+				t.Errorf("the pods get %d s; docs/uninstall.md says %d s", *actor.Spec.Timeout.GracefulShutdown, tc.want)
 			}
-			return
-		}
+		})
 	}
-	t.Error("docs/uninstall.md no longer names terminationGracePeriodSeconds")
 }
 
 // sidecarExchange is the exchange the RabbitMQ transport, with its
