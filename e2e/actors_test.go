@@ -404,6 +404,10 @@ func TestAdmissionRejects(t *testing.T) {
 		{"flat-actor-not-a-label", func(a obj) {
 			mapAt(a)["spec"] = obj{"actor": "Not_A_Label", "image": "python:3.12-slim", "handler": "m.f"}
 		}, "spec.actor"},
+		{"nested-triggers-on-flat", func(a obj) {
+			mapAt(a)["spec"] = obj{"actor": "flat", "image": "python:3.12-slim", "handler": "m.f",
+				"scaling": obj{"advanced": obj{"triggers": []any{obj{"type": "cron"}}}}}
+		}, "advanced.triggers belong to the 0.3 shape"},
 		{"claim-field-on-nested", func(a obj) { mapAt(a, "spec")["compositionRef"] = obj{"name": "asyncactor-rabbitmq"} }, "mixes two shapes"},
 		{"flat-unknown-field", func(a obj) {
 			mapAt(a)["spec"] = obj{"actor": "flat", "image": "python:3.12-slim", "handler": "m.f", "composition": "x"}
