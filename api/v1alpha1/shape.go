@@ -65,15 +65,9 @@ func ShapeOf(spec json.RawMessage) (Generation, error) {
 	if err := json.Unmarshal(spec, &top); err != nil {
 		return Nested, err
 	}
-	return ShapeOfObject(top)
-}
-
-// ShapeOfObject is ShapeOf for a spec already decoded, as the related
-// actors Metacontroller sends come (transport.Owner).
-func ShapeOfObject(spec map[string]any) (Generation, error) {
-	scaling, _ := spec["scaling"].(map[string]any) // a bad scaling fails the decode itself
-	nested := append(present(spec, nestedFields, ""), present(scaling, nestedScaling, "scaling.")...)
-	flat := append(present(spec, flatFields, ""), present(scaling, flatScaling, "scaling.")...)
+	scaling, _ := top["scaling"].(map[string]any) // a bad scaling fails the decode itself
+	nested := append(present(top, nestedFields, ""), present(scaling, nestedScaling, "scaling.")...)
+	flat := append(present(top, flatFields, ""), present(scaling, flatScaling, "scaling.")...)
 	switch {
 	case len(nested) > 0 && len(flat) > 0:
 		return Nested, fmt.Errorf("spec mixes two shapes: %s of the nested 0.3 shape and %s of the flat shape; use one",
