@@ -154,23 +154,3 @@ func chartResyncPeriod(t *testing.T) int {
 	}
 	return values.CompositeController.ResyncPeriodSeconds
 }
-
-// TestNoDocSaysResyncsSkipTheBroker: every resync reads the counts, so no
-// doc may say that a steady-state sync makes no broker call.
-func TestNoDocSaysResyncsSkipTheBroker(t *testing.T) {
-	files, err := filepath.Glob(filepath.Join("..", "docs", "*.md"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	files = append(files, filepath.Join("..", "README.md"), filepath.Join("..", "chart", "README.md"), filepath.Join("..", "manifests", "README.md"))
-	claim := regexp.MustCompile(`(?i)sync makes no broker call|resync makes no broker`)
-	for _, f := range files {
-		data, err := os.ReadFile(f)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if c := claim.FindString(strings.Join(strings.Fields(string(data)), " ")); c != "" {
-			t.Errorf("%s says %q: a steady-state resync reads the queue's counts (docs/performance.md#queues)", f, c)
-		}
-	}
-}
