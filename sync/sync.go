@@ -36,6 +36,8 @@ type Handler struct {
 func (h *Handler) Answer(ctx context.Context, req *hook.SyncRequest) (*hook.Response, error) {
 	a := h.assess(req)
 	switch {
+	case a.found && !namesQueue(a.actor):
+		a.queue = unnamedQueue(a.actor, req.Finalizing)
 	case req.Finalizing && a.found:
 		a.queue = finalize.Release(ctx, h.claim(a), h.Transports)
 	case req.Finalizing:
@@ -50,6 +52,24 @@ func (h *Handler) Answer(ctx context.Context, req *hook.SyncRequest) (*hook.Resp
 	}
 	result := status.Compute(a.statusInput(h.Now()))
 	return a.response(kids, result), nil
+}
+
+// namesQueue: the actor names its queue. A flat spec without spec.actor
+// does not, and asya-<namespace>- is nobody's: such an actor ensures,
+// releases and counts nothing.
+func namesQueue(actor *v1alpha1.AsyncActor) bool {
+	name, _ := actor.QueueActor()
+	return name != ""
+}
+
+// unnamedQueue is the queue state of an actor that names no queue: nothing
+// to release when it is deleted, else why it has none.
+func unnamedQueue(actor *v1alpha1.AsyncActor, finalizing bool) status.QueueState {
+	if finalizing {
+		return status.QueueState{Ready: true}
+	}
+	return status.QueueState{Reason: "QueueUnnamed", Message: fmt.Sprintf(
+		"%s is empty: the actor names no queue, and none is made until it does", actor.Spec.QueueActorField())}
 }
 
 // Render returns the children a sync would answer in a cluster with KEDA,
