@@ -1,0 +1,53 @@
+package hook
+
+import (
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+// TestRelatedActorsDecodeTheirClaim: a related actor is decoded as far as
+// the ownership of a queue reads it, in the request's one decode pass;
+// what it names its queue by comes from its spec's shape, and a field
+// that does not decode costs it nothing else.
+func TestRelatedActorsDecodeTheirClaim(t *testing.T) {
+	body := []byte(`{"parent": {"apiVersion": "asya.sh/v1alpha1", "kind": "AsyncActor", "metadata": {"name": "a", "namespace": "n"}, "spec": {}},
+	"related": {"AsyncActor.asya.sh/v1alpha1": {
+		"n/nested": {"metadata": {"name": "nested", "namespace": "n", "uid": "u1", "creationTimestamp": "2026-01-02T03:04:05Z"},
+			"spec": {"transport": "mq", "workload": {}}},
+		"n/flat": {"metadata": {"name": "flat", "namespace": "n", "uid": "u2", "deletionTimestamp": "2026-01-02T03:04:05Z"},
+			"spec": {"actor": "doubler", "image": "i", "handler": "h.f"}},
+		"n/no-actor": {"metadata": {"name": "no-actor", "namespace": "n"}, "spec": {"image": "i", "handler": "h.f"}},
+		"n/bad-env": {"metadata": {"name": "bad-env", "namespace": "n"}, "spec": {"actor": "tripler", "transport": "sqs", "env": "not a list"}},
+		"n/mixed": {"metadata": {"name": "mixed", "namespace": "n"}, "spec": {"actor": "x", "workload": {}}}
+	}}}`)
+	req, err := DecodeSyncRequest(body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	type claim struct {
+		Name, UID, Transport string
+		QueueActor           string
+		Scoped, Created      bool
+		Terminating          bool
+	}
+	var got []claim
+	for _, a := range req.Related.AsyncActors.List() {
+		name, scoped := a.QueueActor()
+		got = append(got, claim{a.Name, string(a.UID), a.TransportName(), name, scoped,
+			!a.CreationTimestamp.IsZero(), a.DeletionTimestamp != nil})
+	}
+	want := []claim{
+		{Name: "bad-env", Transport: "sqs", QueueActor: "tripler", Scoped: true},
+		{Name: "flat", UID: "u2", QueueActor: "doubler", Scoped: true, Terminating: true},
+		{Name: "mixed", QueueActor: "mixed"}, // mixes shapes: claims as a nested actor, as before
+		{Name: "nested", UID: "u1", Transport: "mq", QueueActor: "nested", Created: true},
+		{Name: "no-actor", Scoped: true}, // names no queue: transport.Owner leaves it out
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("related actors (-want +got):\n%s", diff)
+	}
+	if req.Related.AsyncActors.KeyedByName() {
+		t.Error("KeyedByName with every key namespace/name")
+	}
+}
