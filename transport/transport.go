@@ -1,9 +1,9 @@
 // Package transport is the contract between asya-sync and its brokers:
 // what a queue is, what a kind of transport says about its pods and KEDA,
 // and what a broker client must do. It is plain data and interfaces, which
-// the builders read; the broker clients themselves live below it, one
-// package per kind (rabbitmq, sqs), opened and measured by brokers, the
-// only place asya-sync does IO besides HTTP.
+// the builders read. The broker clients live below it, one package per
+// kind (rabbitmq, sqs), opened, cached and measured by brokers: together
+// the only place asya-sync does IO besides HTTP.
 package transport
 
 import (
