@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/asya-sh/asya-sync/internal/brokertest"
+	"github.com/asya-sh/asya-sync/internal/testenv"
 	"github.com/asya-sh/asya-sync/transport"
 )
 
@@ -47,7 +49,7 @@ func (c *countingTransport) Close() error { return nil }
 
 func TestCachedEnsureSharesConcurrentCalls(t *testing.T) {
 	broker := &countingTransport{release: make(chan struct{})}
-	cached := NewCached(broker, time.Minute, newFakeClock().Now)
+	cached := NewCached(broker, time.Minute, testenv.NewFakeClock().Now)
 	q := transport.Queue{Actor: "same"}
 	var wg sync.WaitGroup
 	for range 50 {
@@ -70,9 +72,9 @@ func TestCachedEnsureSharesConcurrentCalls(t *testing.T) {
 
 func TestCachedEnsureFailuresAreNotCached(t *testing.T) {
 	broker := &countingTransport{fail: &transport.Error{Reason: transport.ReasonBrokerUnavailable, Message: "down"}}
-	cached := NewCached(broker, time.Minute, newFakeClock().Now)
+	cached := NewCached(broker, time.Minute, testenv.NewFakeClock().Now)
 	for range 3 {
-		wantReason(t, cached.Ensure(context.Background(), transport.Queue{Actor: "x"}), transport.ReasonBrokerUnavailable)
+		brokertest.WantReason(t, cached.Ensure(context.Background(), transport.Queue{Actor: "x"}), transport.ReasonBrokerUnavailable)
 	}
 	if got := broker.ensures.Load(); got != 3 {
 		t.Errorf("%d broker calls, want every failed Ensure retried", got)
@@ -82,7 +84,7 @@ func TestCachedEnsureFailuresAreNotCached(t *testing.T) {
 func TestCachedEnsureGivesUpWithTheCallersContext(t *testing.T) {
 	broker := &countingTransport{release: make(chan struct{})}
 	defer close(broker.release)
-	cached := NewCached(broker, time.Minute, newFakeClock().Now)
+	cached := NewCached(broker, time.Minute, testenv.NewFakeClock().Now)
 	go cached.Ensure(context.Background(), transport.Queue{Actor: "slow"}) //nolint:errcheck // the leader, held
 	for broker.ensures.Load() == 0 {
 		time.Sleep(time.Millisecond)
@@ -90,7 +92,7 @@ func TestCachedEnsureGivesUpWithTheCallersContext(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
 	defer cancel()
 	err := cached.Ensure(ctx, transport.Queue{Actor: "slow"})
-	if te := wantReason(t, err, transport.ReasonBrokerUnavailable); !errors.Is(te, context.DeadlineExceeded) {
+	if te := brokertest.WantReason(t, err, transport.ReasonBrokerUnavailable); !errors.Is(te, context.DeadlineExceeded) {
 		t.Errorf("error = %v, want the deadline", err)
 	}
 }
@@ -99,7 +101,7 @@ func TestCachedEnsureGivesUpWithTheCallersContext(t *testing.T) {
 // trusted afterwards.
 func TestCachedEnsureRacingDeleteIsNotRemembered(t *testing.T) {
 	broker := &countingTransport{release: make(chan struct{})}
-	cached := NewCached(broker, time.Minute, newFakeClock().Now)
+	cached := NewCached(broker, time.Minute, testenv.NewFakeClock().Now)
 	q := transport.Queue{Actor: "raced"}
 	done := make(chan error)
 	go func() { done <- cached.Ensure(context.Background(), q) }()
@@ -123,7 +125,7 @@ func TestCachedEnsureRacingDeleteIsNotRemembered(t *testing.T) {
 
 func TestCachedEntriesExpire(t *testing.T) {
 	broker := &countingTransport{}
-	clock := newFakeClock()
+	clock := testenv.NewFakeClock()
 	cached := NewCached(broker, time.Minute, clock.Now)
 	ctx := context.Background()
 	for _, actor := range []string{"a", "b", "c", "d"} {
@@ -145,7 +147,7 @@ func TestCachedEntriesExpire(t *testing.T) {
 
 func TestCachedWithoutTTLAlwaysCallsTheBroker(t *testing.T) {
 	broker := &countingTransport{}
-	cached := NewCached(broker, 0, newFakeClock().Now)
+	cached := NewCached(broker, 0, testenv.NewFakeClock().Now)
 	for range 3 {
 		if err := cached.Ensure(context.Background(), transport.Queue{Actor: "x"}); err != nil {
 			t.Fatal(err)
@@ -160,7 +162,7 @@ func TestCachedWithoutTTLAlwaysCallsTheBroker(t *testing.T) {
 // neither evicts the other, and deleting the queue forgets both.
 func TestCachedKeysOnNamespace(t *testing.T) {
 	broker := &countingTransport{}
-	cached := NewCached(broker, time.Minute, newFakeClock().Now)
+	cached := NewCached(broker, time.Minute, testenv.NewFakeClock().Now)
 	ctx := context.Background()
 	a, b := transport.Queue{Actor: "x", Namespace: "team-a"}, transport.Queue{Actor: "x", Namespace: "team-b"}
 	for _, q := range []transport.Queue{a, b, a, b} {
@@ -183,7 +185,7 @@ func TestCachedKeysOnNamespace(t *testing.T) {
 // (asya-x, asya-team-x): concurrent ensures of both each reach the broker.
 func TestCachedSharesNoCallBetweenDifferentQueues(t *testing.T) {
 	broker := &countingTransport{release: make(chan struct{})}
-	cached := NewCached(broker, time.Minute, newFakeClock().Now)
+	cached := NewCached(broker, time.Minute, testenv.NewFakeClock().Now)
 	var wg sync.WaitGroup
 	for _, q := range []transport.Queue{{Actor: "x", Namespace: "team"}, {Actor: "x", Namespace: "team", Scoped: true}} {
 		wg.Go(func() {
