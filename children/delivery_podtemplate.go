@@ -3,8 +3,6 @@ package children
 import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/utils/ptr"
-
-	asyaruntime "github.com/asya-sh/asya-sync/runtime"
 )
 
 // AnnotationRuntimeScript holds the script itself on the pod template when
@@ -39,14 +37,3 @@ func (podTemplateDelivery) running(r *Running, current Runtime) (Runtime, bool) 
 }
 
 func (podTemplateDelivery) name(rt Runtime) string { return rt.Script.Hash }
-
-// keptScript is the script src the pods were given, if it can stand in
-// for current's: the one the pod template's hash names, speaking the
-// protocol current's speaks.
-func keptScript(src string, r *Running, current Runtime) (Runtime, bool) {
-	kept := asyaruntime.NewScript(src)
-	if src == "" || kept.Hash != r.Hash || kept.HTTP != current.Script.HTTP {
-		return Runtime{}, false
-	}
-	return Runtime{Script: kept, Image: current.Image}, true
-}

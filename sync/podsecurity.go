@@ -90,7 +90,7 @@ func (a *assessment) checkPodSecurity() {
 // enforcesRestricted reports whether the actor's namespace enforces Pod
 // Security "restricted". A flat spec has no field for the runtime
 // container's securityContext, so there asya-sync gives it the one the
-// level asks for (children.Input.HardenRuntime); elsewhere it sets none,
+// level asks for (children.Decided.Restricted); elsewhere it sets none,
 // as upstream does, since a root image would not start with it.
 func (a *assessment) enforcesRestricted() bool {
 	ns := hook.Get(a.req.Related.Namespaces, a.actor.Namespace)
