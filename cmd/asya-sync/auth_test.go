@@ -84,7 +84,7 @@ func startSecured(t *testing.T, s *server) *secured {
 	sec.url = "https://" + ln.Addr().String()
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	go func() { done <- s.run(ctx, creds, ln, nil) }()
+	go func() { done <- s.run(ctx, creds, ln, nil, drainPlan{timeout: shutdownTimeout}) }()
 	t.Cleanup(func() {
 		cancel()
 		if err := <-done; err != nil {

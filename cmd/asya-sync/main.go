@@ -21,7 +21,7 @@ Usage:
                    [--allow-unauthenticated]
                    [--max-body-bytes N]
                    [--max-concurrent-syncs N] [--hook-timeout DURATION]
-                   [--actor-status-window DURATION]
+                   [--actor-status-window DURATION] [--drain-delay DURATION]
   asya-sync render -f ACTOR.yaml [--config FILE]
                    without a configuration, one RabbitMQ transport
                    "rabbitmq" on 127.0.0.1 (guest); touches no broker
@@ -39,8 +39,11 @@ unless --allow-unauthenticated ($ASYA_SYNC_ALLOW_UNAUTHENTICATED=true)
 acknowledges that anyone may call the hooks. --max-body-bytes (8 MiB) bounds a hook request;
 --max-concurrent-syncs (GOMAXPROCS; 0: no limit) bounds the syncs computing
 at once. --hook-timeout (Metacontroller's webhook timeout, 10s) and
---actor-status-window (10m) shape metrics only. "asya-sync serve -h" lists
-the flags with their defaults.
+--actor-status-window (10m) shape metrics only. On SIGTERM serve reports not
+ready and goes on serving for --drain-delay (0; the chart sets 10s), each
+answer closing its connection, while a Service stops routing to it; then it
+closes its listeners and lets the calls in flight finish (up to 25s).
+"asya-sync serve -h" lists the flags with their defaults.
 `
 
 func main() {

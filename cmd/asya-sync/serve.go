@@ -11,6 +11,8 @@ import (
 	"os"
 	"os/signal"
 	"runtime"
+	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -29,7 +31,10 @@ type serveFlags struct {
 	maxBody                           int64
 	hookTimeout, actorWindow          time.Duration
 	maxSyncs                          int
-	files                             credentialFiles
+	// drainDelay: how long serve goes on serving after SIGTERM, reporting
+	// not ready, before it closes its listeners.
+	drainDelay time.Duration
+	files      credentialFiles
 	// allowUnauthenticated acknowledges HTTPS hooks that check no caller
 	// (no token, no client CA): without it serve refuses to start so.
 	allowUnauthenticated bool
@@ -79,6 +84,9 @@ func serveFlagSet(f *serveFlags) *flag.FlagSet {
 	fs.DurationVar(&f.hookTimeout, "hook-timeout", 10*time.Second, "Metacontroller's webhook timeout, exported for the hook latency alert")
 	fs.IntVar(&f.maxSyncs, "max-concurrent-syncs", runtime.GOMAXPROCS(0), "syncs computing at once; more wait their turn in arrival order (0: no limit)")
 	fs.DurationVar(&f.actorWindow, "actor-status-window", DefaultActorStatusWindow, "how long asya_sync_actors counts an actor after its last sync here")
+	fs.DurationVar(&f.drainDelay, "drain-delay", 0,
+		"on SIGTERM, go on serving this long, reporting not ready and closing each connection after its next answer, "+
+			"before closing the listeners: the time a Service takes to stop sending new connections here")
 	fs.StringVar(&f.files.certFile, "tls-cert-file", os.Getenv("ASYA_SYNC_TLS_CERT_FILE"), "serve HTTPS with this PEM certificate (chain)")
 	fs.StringVar(&f.files.keyFile, "tls-key-file", os.Getenv("ASYA_SYNC_TLS_KEY_FILE"), "private key of --tls-cert-file")
 	fs.StringVar(&f.files.clientCAFile, "client-ca-file", os.Getenv("ASYA_SYNC_CLIENT_CA_FILE"), "require hook calls to present a client certificate signed by this CA")
@@ -116,7 +124,98 @@ func runServe(args []string, stderr io.Writer) error {
 			return err
 		}
 	}
-	return srv.run(ctx, creds, hooks, open)
+	return srv.run(ctx, creds, hooks, open, drainPlan{delay: f.drainDelay, timeout: shutdownTimeout})
+}
+
+// shutdownTimeout bounds the wait for the hook calls in flight once the
+// listeners are closed. Metacontroller gives up on a call after its webhook
+// timeout (10 s by default) anyway.
+const shutdownTimeout = 25 * time.Second
+
+// drainPlan is how serve stops once told to. For delay it goes on serving
+// every call, new connections included, while /readyz reports not ready
+// and each answer closes its connection (drainWatch.handler); then it
+// closes its listeners and waits up to timeout for the calls in flight.
+//
+// In a cluster a terminating pod keeps receiving new connections through
+// its Service until the endpoint change has reached every node's proxy; a
+// listener closed at once refuses them, and Metacontroller backs off the
+// actor whose call failed. The delay covers that propagation.
+type drainPlan struct {
+	delay, timeout time.Duration
+	// after ends the delay; time.After unless a test ends it itself.
+	after func(time.Duration) <-chan time.Time
+}
+
+func (p drainPlan) wait() <-chan time.Time {
+	if p.after != nil {
+		return p.after(p.delay)
+	}
+	return time.After(p.delay)
+}
+
+// drainWatch marks the calls made while draining and counts those that
+// came on connections opened since the drain began: the Service still
+// routing new connections here. The log line at the end of the delay says
+// how many and when the last came, which tells whether the delay was long
+// enough.
+type drainWatch struct {
+	draining *atomic.Bool
+	mu       sync.Mutex
+	start    time.Time
+	calls    int
+	last     time.Duration
+}
+
+type acceptedAtKey struct{}
+
+// accepted stamps a connection with the time it was accepted
+// (http.Server.ConnContext).
+func (d *drainWatch) accepted(ctx context.Context, _ net.Conn) context.Context {
+	return context.WithValue(ctx, acceptedAtKey{}, time.Now())
+}
+
+func (d *drainWatch) begin() {
+	d.mu.Lock()
+	d.start = time.Now()
+	d.mu.Unlock()
+	d.draining.Store(true)
+}
+
+// handler answers every call made while draining with Connection: close.
+// An HTTP/1.1 client then makes its next call on a new connection, which
+// the Service routes to another replica once the endpoint change has
+// arrived; over HTTP/2 the server sends GOAWAY after the answer and the
+// client moves its next calls the same way. A keep-alive connection is
+// thus closed by its own answer, which the client reads, rather than under
+// a client about to reuse it; only one idle for the whole delay is closed
+// at its end.
+func (d *drainWatch) handler(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if d.draining.Load() {
+			w.Header().Set("Connection", "close")
+			if r.Method == http.MethodPost {
+				d.count(r.Context())
+			}
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+func (d *drainWatch) count(ctx context.Context) {
+	at, _ := ctx.Value(acceptedAtKey{}).(time.Time)
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if at.After(d.start) {
+		d.calls++
+		d.last = at.Sub(d.start)
+	}
+}
+
+func (d *drainWatch) read() (int, time.Duration) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.calls, d.last
 }
 
 // newServer loads the configuration and the runtime script, opens the
@@ -157,14 +256,14 @@ func newServer(f serveFlags, log zerolog.Logger) (*server, *credentials, brokers
 
 // run serves hooks on the hooks listener (HTTPS when creds has a
 // certificate) and the open endpoints also on open, if given, reloading
-// credentials as they change. When ctx ends it reports not ready and drains
-// in-flight hooks.
-func (s *server) run(ctx context.Context, creds *credentials, hooks, open net.Listener) error {
-	handler := s.routes()
+// credentials as they change. When ctx ends it drains as plan says.
+func (s *server) run(ctx context.Context, creds *credentials, hooks, open net.Listener, plan drainPlan) error {
+	watch := &drainWatch{draining: &s.draining}
+	handler := watch.handler(s.routes())
 	// TLS handshake failures (a probe dropping the connection, a client
 	// that distrusts the certificate) go to the service's log.
 	errLog := stdlog.New(s.log.With().Str("level", "debug").Logger(), "", 0)
-	servers := []*http.Server{{Handler: handler, ReadHeaderTimeout: 10 * time.Second, ErrorLog: errLog}}
+	servers := []*http.Server{{Handler: handler, ReadHeaderTimeout: 10 * time.Second, ErrorLog: errLog, ConnContext: watch.accepted}}
 	errc := make(chan error, 2)
 	if creds.files.tls() {
 		servers[0].TLSConfig = creds.tlsConfig()
@@ -194,8 +293,22 @@ func (s *server) run(ctx context.Context, creds *credentials, hooks, open net.Li
 		return err
 	case <-ctx.Done():
 	}
-	s.draining.Store(true)
-	shutdownCtx, cancel := context.WithTimeout(context.Background(), 25*time.Second)
+	watch.begin()
+	if plan.delay > 0 {
+		s.log.Info().Dur("drain_delay", plan.delay).Msg("draining: serving on, not ready, until the Service stops routing here")
+		select {
+		case <-plan.wait():
+		case err := <-errc:
+			for _, srv := range servers {
+				srv.Close()
+			}
+			return err
+		}
+	}
+	calls, last := watch.read()
+	s.log.Info().Int("calls_on_new_connections", calls).Dur("last_new_connection_after", last).
+		Msg("closing the listeners; waiting for the calls in flight")
+	shutdownCtx, cancel := context.WithTimeout(context.Background(), plan.timeout)
 	defer cancel()
 	var errs []error
 	for _, srv := range servers {
