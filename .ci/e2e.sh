@@ -21,7 +21,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$PWD
 BIN=${ASYA_E2E_BIN:-$ROOT/.cache/bin}
-TOOLS=(kube-apiserver kube-controller-manager kube-scheduler kubelet etcd controller-gen helm kubectl)
+TOOLS=(kube-apiserver kube-controller-manager kube-scheduler kubelet kube-proxy etcd controller-gen helm kubectl)
 # KEDA: the version go.mod pins, unless ASYA_E2E_KEDA_VERSION names another
 # (docs/install.md: the oldest supported version is run that way).
 KEDA_VERSION=${ASYA_E2E_KEDA_VERSION:-$(go list -m -f '{{.Version}}' github.com/kedacore/keda/v2)}
@@ -88,7 +88,7 @@ build_tools() {
     hv+=" -X helm.sh/helm/v3/pkg/chartutil.k8sVersionMajor=1 -X helm.sh/helm/v3/pkg/chartutil.k8sVersionMinor=$minor"
     go build -trimpath -ldflags="-s $kv" -o "$BIN/" k8s.io/kubernetes/cmd/kube-apiserver \
       k8s.io/kubernetes/cmd/kube-controller-manager k8s.io/kubernetes/cmd/kubectl \
-      k8s.io/kubernetes/cmd/kube-scheduler k8s.io/kubernetes/cmd/kubelet
+      k8s.io/kubernetes/cmd/kube-scheduler k8s.io/kubernetes/cmd/kubelet k8s.io/kubernetes/cmd/kube-proxy
     go build -trimpath -ldflags="-s $hv" -o "$BIN/helm" helm.sh/helm/v3/cmd/helm
     go build -trimpath -ldflags=-s -o "$BIN/controller-gen" sigs.k8s.io/controller-tools/cmd/controller-gen
     # etcd's main package is the root of its server module.

@@ -1,11 +1,11 @@
 # The node tier's pieces, sourced by .ci/e2e.sh: containerd built from its
 # module at a pinned version, runc and the CNI plugins from Debian, and the
 # images the pods run, written as docker-archive tarballs without a
-# registry or a Docker engine. The kubelet and the scheduler are built with
-# the other Kubernetes tools (e2e/tools).
+# registry or a Docker engine. The kubelet, kube-proxy and the scheduler are
+# built with the other Kubernetes tools (e2e/tools).
 #
 # Needs: root (containerd, runc and the kubelet), cgroups, and Debian's
-# apt for runc, containernetworking-plugins and debootstrap.
+# apt for runc, containernetworking-plugins, debootstrap and nftables.
 
 CONTAINERD_VERSION=v2.4.2
 # Bump when the way an image is built changes.
@@ -13,11 +13,13 @@ NODE_IMAGES_REV=1
 NODE_CACHE=$ROOT/.cache/node
 DEBIAN_MIRROR=${ASYA_E2E_DEBIAN_MIRROR:-http://deb.debian.org/debian}
 
-# node_packages installs runc, the CNI plugins (bridge, host-local) and
-# debootstrap from Debian when they are missing.
+# node_packages installs runc, the CNI plugins (bridge, host-local),
+# debootstrap and nft (kube-proxy's nftables mode) from Debian when they
+# are missing.
 node_packages() {
   local need=()
   [ -x /usr/sbin/runc ] || need+=(runc)
+  [ -x /usr/sbin/nft ] || need+=(nftables)
   [ -x /usr/lib/cni/bridge ] || need+=(containernetworking-plugins)
   command -v debootstrap >/dev/null || need+=(debootstrap)
   [ ${#need[@]} = 0 ] && return

@@ -244,6 +244,9 @@ func (p *pki) issue(certFile, keyFile, commonName string, dnsNames ...string) er
 	return writePEM(keyFile, "PRIVATE KEY", keyDER)
 }
 
+// serviceCIDR is the range of the Services' cluster IPs.
+const serviceCIDR = "10.0.0.0/24"
+
 // cluster is etcd plus kube-apiserver on loopback and, once startGC has
 // run, kube-controller-manager with its garbage collector only: no
 // scheduler, no other controller, no kubelet. Objects are stored and
@@ -328,7 +331,7 @@ func startCluster(ctx context.Context, bin, dir string) (*cluster, error) {
 		"--service-account-key-file=" + p.saPubFile,
 		"--service-account-signing-key-file=" + p.saKeyFile,
 		"--api-audiences=https://kubernetes.default.svc",
-		"--service-cluster-ip-range=10.0.0.0/24",
+		"--service-cluster-ip-range=" + serviceCIDR,
 		"--enable-priority-and-fairness=false",
 		"--profiling=false",
 		"--cert-dir=" + filepath.Join(dir, "certs"),

@@ -17,9 +17,8 @@ import (
 
 // The quick start names these; everything else comes from its commands.
 const (
-	quickStartNS       = "default"
-	quickStartRelease  = "asya-sync"
-	quickStartSelector = "app.kubernetes.io/instance=" + quickStartRelease
+	quickStartNS      = "default"
+	quickStartRelease = "asya-sync"
 	// quickStartHost is the broker host examples/values-rabbitmq.yaml
 	// ships with, which the README says to edit.
 	quickStartHost = "rabbitmq.rabbitmq.svc.cluster.local"
@@ -221,7 +220,7 @@ func playMetacontroller(t *testing.T, ns string) (stop func()) {
 		for ctx.Err() == nil {
 			if d == nil {
 				var err error
-				d, err = chartDriver(ctx, quickStartRelease, "asya-system", quickStartSelector)
+				d, err = chartDriver(ctx, quickStartRelease)
 				logOnce(err)
 			}
 			if d != nil {

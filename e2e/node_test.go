@@ -21,8 +21,10 @@ import (
 // this machine, a scheduler, and the controller manager's workload
 // controllers, so that actors' pods really run. Its network is a bridge the
 // tier makes itself; the node's address is the bridge's gateway, where the
-// brokers are relayed for the pods. Nothing else is used: traffic stays on
-// loopback, the bridge and the pods' network namespaces.
+// brokers are relayed for the pods. kube-proxy routes the Services' cluster
+// IPs to their pods, so hook calls go through the Service as in a cluster.
+// Nothing else is used: traffic stays on loopback, the bridge and the pods'
+// network namespaces.
 const (
 	nodeName   = "e2e-node"
 	nodeBridge = "asyae2e0"
@@ -32,10 +34,12 @@ const (
 	// the HPA KEDA makes, namespaces, service accounts (each namespace's
 	// "default" and the CA its pods' tokens come with) and the garbage
 	// collector; the node lifecycle controller lifts the not-ready taint a
-	// new node starts with.
+	// new node starts with. The EndpointSlice controller gives kube-proxy a
+	// Service's Ready pods, and the disruption controller keeps a
+	// PodDisruptionBudget's count, which evictions check.
 	nodeControllers = "garbagecollector,deployment-controller,replicaset-controller,statefulset-controller," +
 		"horizontal-pod-autoscaler-controller,namespace-controller,pod-garbage-collector-controller,node-lifecycle-controller," +
-		"serviceaccount-controller,root-ca-certificate-publisher-controller"
+		"serviceaccount-controller,root-ca-certificate-publisher-controller,endpointslice-controller,disruption-controller"
 )
 
 // nodeImage names an image the tier built offline (.ci/node.sh).
@@ -43,12 +47,13 @@ func nodeImage(name string) string { return "e2e.local/" + name + ":e2e" }
 
 type node struct {
 	dir        string
-	bin        string // kubelet, kube-scheduler
+	bin        string // kubelet, kube-scheduler, kube-proxy
 	ctrdBin    string // containerd, ctr, the shim
 	sock       string
 	containerd *process
 	kubelet    *process
 	scheduler  *process
+	proxy      *process
 	relays     []net.Listener
 	veths      map[string]bool // the host's veth interfaces before the node started
 }
@@ -71,7 +76,8 @@ func (e *testEnv) startNode(ctx context.Context) (*node, error) {
 	if n.ctrdBin == "" || images == "" {
 		return nil, fmt.Errorf("ASYA_E2E_CONTAINERD_BIN or ASYA_E2E_NODE_IMAGES is not set (run .ci/e2e.sh, which builds the node)")
 	}
-	for _, f := range []string{filepath.Join(n.bin, "kubelet"), filepath.Join(n.bin, "kube-scheduler"), "/usr/sbin/runc", "/usr/lib/cni/bridge", "/usr/lib/cni/host-local"} {
+	for _, f := range []string{filepath.Join(n.bin, "kubelet"), filepath.Join(n.bin, "kube-scheduler"), filepath.Join(n.bin, "kube-proxy"),
+		"/usr/sbin/runc", "/usr/sbin/nft", "/usr/lib/cni/bridge", "/usr/lib/cni/host-local"} {
 		if _, err := os.Stat(f); err != nil {
 			return nil, fmt.Errorf("node piece missing: %w", err)
 		}
@@ -94,6 +100,7 @@ func (e *testEnv) startNode(ctx context.Context) (*node, error) {
 		{"image import", func() error { return n.importImages(images) }},
 		{"kube-scheduler", func() error { return n.startScheduler(e.cluster) }},
 		{"kubelet", func() error { return n.startKubelet(ctx, e.cluster) }},
+		{"kube-proxy", func() error { return n.startProxy(e.cluster) }},
 	}
 	for _, s := range steps {
 		t := time.Now()
@@ -368,15 +375,67 @@ func (n *node) startKubelet(ctx context.Context, c *cluster) error {
 	})
 }
 
+// proxyTables are the nftables tables kube-proxy's nftables mode writes
+// its rules into, one per IP family.
+var proxyTables = [][]string{{"ip", "kube-proxy"}, {"ip6", "kube-proxy"}}
+
+// startProxy runs kube-proxy in nftables mode: the node reaches a Service's
+// cluster IP, and kube-proxy picks one of its Ready pods, as on a cluster's
+// nodes. nftables rather than iptables: its rules live in tables of its own,
+// which the teardown deletes whole, where the iptables mode adds jumps to
+// the host's shared built-in chains and sets net.ipv4.conf.all.route_localnet
+// for localhost node ports; this kernel has both, and Debian's nft (1.0.6)
+// is newer than the 1.0.1 kube-proxy needs. The conntrack settings and the
+// OOM score are left as they are (0 keeps them), and the health and metrics
+// servers listen on loopback only. The Services' range is routed to the
+// bridge, so that a cluster IP kube-proxy does not serve never leaves the
+// machine.
+func (n *node) startProxy(c *cluster) error {
+	ports, err := freePorts(2)
+	if err != nil {
+		return err
+	}
+	cfg := filepath.Join(n.dir, "kube-proxy.yaml")
+	if err := os.WriteFile(cfg, []byte(fmt.Sprintf(`apiVersion: kubeproxy.config.k8s.io/v1alpha1
+kind: KubeProxyConfiguration
+mode: nftables
+clientConnection: {kubeconfig: %q}
+hostnameOverride: %s
+clusterCIDR: %s
+healthzBindAddress: 127.0.0.1:%d
+metricsBindAddress: 127.0.0.1:%d
+oomScoreAdj: 0
+conntrack: {maxPerCore: 0, min: 0, tcpEstablishedTimeout: 0s, tcpCloseWaitTimeout: 0s}
+`, c.kubeconfig, nodeName, nodeSubnet, ports[0], ports[1])), 0o644); err != nil {
+		return err
+	}
+	if err := runCmd("ip", "route", "replace", serviceCIDR, "dev", nodeBridge, "src", nodeIP); err != nil {
+		return err
+	}
+	n.proxy, err = startProcess("kube-proxy", n.dir, nil, filepath.Join(n.bin, "kube-proxy"), "--config="+cfg, "--v=1")
+	if err != nil {
+		return err
+	}
+	// Healthy once it has written the rules of the Services it found.
+	return waitFor("kube-proxy", time.Minute, n.proxy, httpOK(fmt.Sprintf("http://127.0.0.1:%d/healthz", ports[0])))
+}
+
 // stop tears the node down and leaves nothing behind: every pod's
 // containers, the shims, the mounts under the node's directory, the pods'
-// network namespaces and the bridge. It returns what it could not remove.
+// network namespaces, kube-proxy's tables and the bridge. It returns what
+// it could not remove.
 func (n *node) stop() []string {
 	if n.kubelet != nil {
 		n.kubelet.stop(20 * time.Second)
 	}
 	if n.scheduler != nil {
 		n.scheduler.stop(5 * time.Second)
+	}
+	if n.proxy != nil {
+		n.proxy.stop(5 * time.Second)
+		for _, table := range proxyTables {
+			_ = runCmd("nft", "delete", "table", table[0], table[1])
+		}
 	}
 	if n.containerd != nil && !n.containerd.exited() {
 		n.removeContainers()
@@ -502,6 +561,11 @@ func (n *node) leftovers() []string {
 	}
 	if _, err := net.InterfaceByName(nodeBridge); err == nil {
 		out = append(out, "bridge "+nodeBridge)
+	}
+	for _, table := range proxyTables {
+		if n.proxy != nil && runCmd("nft", "list", "table", table[0], table[1]) == nil {
+			out = append(out, "nftables table "+table[0]+" "+table[1])
+		}
 	}
 	for _, v := range vethsNow() {
 		if !n.veths[v] {

@@ -18,8 +18,9 @@ import (
 
 // The node tier's asya-sync runs as the chart installs it: a pod of its own
 // image on the node, with the chart's generated TLS certificate and token.
-// There is no kube-proxy, so the driver dials a Ready pod's address,
-// verifying the certificate for the hook URL's host as Metacontroller does.
+// The driver calls the hook URL the chart writes, the Service's name: it
+// dials the Service's cluster IP, which kube-proxy routes to a Ready pod,
+// and verifies the certificate for the URL's host, as Metacontroller does.
 const (
 	nodeServiceNS = "asya-node"
 	nodeRelease   = "asya-sync-node"
@@ -132,13 +133,12 @@ func installNodeService(ctx context.Context) (*driver, error) {
 	if err := helmNodeService(ctx, "install", nodeDefault); err != nil {
 		return nil, err
 	}
-	return chartDriver(ctx, nodeRelease, nodeServiceNS, nodeServiceSelector)
+	return chartDriver(ctx, nodeRelease)
 }
 
 // chartDriver is the driver of the chart's CompositeController cc, whose
-// hooks reach the Ready pods of the selector in ns (there is no kube-proxy
-// on the node).
-func chartDriver(ctx context.Context, cc, ns, selector string) (*driver, error) {
+// hooks it calls through the Service their URL names.
+func chartDriver(ctx context.Context, cc string) (*driver, error) {
 	k := env.cluster.client
 	r, err := k.byKind(ctx, "metacontroller.k8s.io/v1alpha1", "CompositeController")
 	if err != nil {
@@ -153,7 +153,7 @@ func chartDriver(ctx context.Context, cc, ns, selector string) (*driver, error) 
 		return nil, err
 	}
 	for _, wh := range d.hooks {
-		wh.client.Transport.(*http.Transport).DialContext = dialPods(ns, selector)
+		wh.client.Transport.(*http.Transport).DialContext = dialService
 	}
 	return d, nil
 }
@@ -191,23 +191,33 @@ func helmNodeService(ctx context.Context, verb string, r nodeSetup) error {
 
 const nodeServiceSelector = "app.kubernetes.io/instance=" + nodeRelease
 
-// dialPods connects to a Ready pod of the selector, whatever the address
-// asked for, as a Service's endpoints would route it.
-func dialPods(ns, selector string) func(context.Context, string, string) (net.Conn, error) {
-	return func(ctx context.Context, network, _ string) (net.Conn, error) {
-		pods, err := env.cluster.client.list(ctx, podsGVR, ns, selector)
-		if err != nil {
-			return nil, err
-		}
-		for _, p := range pods {
-			if podReady(p) && field(p, "metadata", "deletionTimestamp") == nil {
-				d := net.Dialer{Timeout: 5 * time.Second}
-				return d.DialContext(ctx, network, net.JoinHostPort(str(p, "status", "podIP"), "8080"))
-			}
-		}
-		return nil, fmt.Errorf("no Ready pod of %s in %s", selector, ns)
+// dialService connects to the Service a hook URL's host names
+// (<name>.<namespace>, as the chart writes it, or longer), at its cluster
+// IP, as the cluster's DNS would resolve it; kube-proxy routes the
+// connection to one of its Ready pods. The dialer is Go's default
+// transport's, which Metacontroller's webhook client clones.
+func dialService(ctx context.Context, network, addr string) (net.Conn, error) {
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return nil, err
 	}
+	labels := strings.Split(host, ".")
+	if len(labels) < 2 {
+		return nil, fmt.Errorf("%s names no Service (<name>.<namespace>)", host)
+	}
+	svc, err := env.cluster.client.get(ctx, servicesGVR, labels[1], labels[0])
+	if err != nil {
+		return nil, fmt.Errorf("resolve %s: %w", host, err)
+	}
+	ip := str(svc, "spec", "clusterIP")
+	if ip == "" || ip == "None" {
+		return nil, fmt.Errorf("Service %s/%s has no cluster IP", labels[1], labels[0])
+	}
+	d := net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second}
+	return d.DialContext(ctx, network, net.JoinHostPort(ip, port))
 }
+
+var servicesGVR = gvr{APIVersion: "v1", Resource: "services", Kind: "Service", Namespaced: true}
 
 var podsGVR = gvr{APIVersion: "v1", Resource: "pods", Kind: "Pod", Namespaced: true}
 
