@@ -39,8 +39,11 @@ func nodeValues(r nodeSetup) string {
 	if r.tag == "e2e-next" {
 		script = "\n  - {name: ASYA_RUNTIME_SCRIPT_PATH, value: /e2e/asya_runtime.py}"
 	}
+	// A short drain: each upgrade here waits for the old pod to go, and
+	// the drain itself is TestNodeHookCallsThroughRollouts's.
 	return fmt.Sprintf(`image: {repository: e2e.local/asya-sync, tag: %[5]s, pullPolicy: Never}
 replicaCount: 1
+drainDelaySeconds: 2
 compositeController: {name: %[1]s}
 credentials:
   aws: {secretName: aws-service}
