@@ -82,21 +82,21 @@ func TestNodeHookCallsThroughRollouts(t *testing.T) {
 		load := hooks.start(ctx)
 		helmRollout(t, "upgrade", "e2e-next")
 		awaitReplaced(t, ctx, old, 3*time.Minute)
-		figures = append(figures, load.finish(t, "helm upgrade (new image)", true))
+		figures = append(figures, load.finish(t, "helm upgrade (new image)", true, ""))
 	})
 	t.Run("rollout restart", func(t *testing.T) {
 		old := rolloutPods(t, ctx)
 		load := hooks.start(ctx)
 		kubectl(t, "-n", rolloutNS, "rollout", "restart", "deployment/"+rolloutRelease)
 		awaitReplaced(t, ctx, old, 3*time.Minute)
-		figures = append(figures, load.finish(t, "kubectl rollout restart", true))
+		figures = append(figures, load.finish(t, "kubectl rollout restart", true, ""))
 	})
 	t.Run("node drain", func(t *testing.T) {
 		old := rolloutPods(t, ctx)
 		load := hooks.start(ctx)
 		drainNode(t, ctx, old)
 		awaitReplaced(t, ctx, old, 3*time.Minute)
-		figures = append(figures, load.finish(t, "node drain within the PDB", true))
+		figures = append(figures, load.finish(t, "node drain within the PDB", true, ""))
 	})
 	t.Run("replica killed", func(t *testing.T) {
 		load := hooks.start(ctx)
@@ -108,11 +108,13 @@ func TestNodeHookCallsThroughRollouts(t *testing.T) {
 		}
 		pid := containerPID(t, ctx, pod, "asya-sync")
 		load.mark("kill -9")
+		killed := time.Now()
 		if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
 			t.Fatalf("kill -9 %d: %v", pid, err)
 		}
 		awaitRestarted(t, ctx, str(pod, "metadata", "name"), 2*time.Minute)
-		figures = append(figures, load.finish(t, "kill -9 of one replica", false))
+		back := fmt.Sprintf(" the killed replica restarted and Ready %.1f s after the kill", time.Since(killed).Seconds())
+		figures = append(figures, load.finish(t, "kill -9 of one replica", false, back))
 	})
 }
 
@@ -491,7 +493,7 @@ func (h *hookLoad) mark(what string) {
 // figures as a line: calls, failures, when they came and how long each
 // actor took to get a call through again. With zero, any failure fails
 // the test; always, every actor must be through again.
-func (h *hookLoad) finish(t *testing.T, what string, zero bool) string {
+func (h *hookLoad) finish(t *testing.T, what string, zero bool, note string) string {
 	t.Helper()
 	time.Sleep(2 * time.Second)
 	h.cancel()
@@ -511,7 +513,7 @@ func (h *hookLoad) finish(t *testing.T, what string, zero bool) string {
 		if len(h.recovered) > 0 {
 			worst = h.recovered[len(h.recovered)-1]
 		}
-		line += fmt.Sprintf(" %.2f–%.2f s after %s; every actor through again within %.2f s |", first.Seconds(), last.Seconds(), fromWhat, worst.Seconds())
+		line += fmt.Sprintf(" %.2f–%.2f s after %s; every actor through again within %.2f s;%s |", first.Seconds(), last.Seconds(), fromWhat, worst.Seconds(), note)
 		var b strings.Builder
 		for _, f := range h.failures {
 			fmt.Fprintf(&b, "\n  %+.3fs actor %d %s %s: %s", f.at.Sub(from).Seconds(), f.actor, f.hook, f.proto, f.err)
@@ -522,7 +524,7 @@ func (h *hookLoad) finish(t *testing.T, what string, zero bool) string {
 			t.Logf("%s: %d of %d hook calls failed:%s", what, n, h.calls, b.String())
 		}
 	} else {
-		line += " |"
+		line += note + " |"
 	}
 	for actor, since := range h.open {
 		t.Errorf("%s: actor %d's calls still failing %s after its first failure", what, actor, time.Since(since).Round(time.Millisecond))
