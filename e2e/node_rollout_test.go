@@ -74,12 +74,14 @@ func TestNodeHookCallsThroughRollouts(t *testing.T) {
 	}
 	hooks := newLoadHooks(t, ctx)
 	t.Cleanup(func() { hooks.releaseQueues(t, ctx) })
+	hooks.awaitRouted(t, ctx)
 	var figures []string
 	defer func() { t.Log("figures:\n" + strings.Join(figures, "\n")) }()
 
 	t.Run("helm upgrade", func(t *testing.T) {
 		old := rolloutPods(t, ctx)
 		load := hooks.start(ctx)
+		load.mark("helm upgrade")
 		helmRollout(t, "upgrade", "e2e-next")
 		awaitReplaced(t, ctx, old, 3*time.Minute)
 		figures = append(figures, load.finish(t, "helm upgrade (new image)", true, ""))
@@ -87,6 +89,7 @@ func TestNodeHookCallsThroughRollouts(t *testing.T) {
 	t.Run("rollout restart", func(t *testing.T) {
 		old := rolloutPods(t, ctx)
 		load := hooks.start(ctx)
+		load.mark("rollout restart")
 		kubectl(t, "-n", rolloutNS, "rollout", "restart", "deployment/"+rolloutRelease)
 		awaitReplaced(t, ctx, old, 3*time.Minute)
 		figures = append(figures, load.finish(t, "kubectl rollout restart", true, ""))
@@ -94,6 +97,7 @@ func TestNodeHookCallsThroughRollouts(t *testing.T) {
 	t.Run("node drain", func(t *testing.T) {
 		old := rolloutPods(t, ctx)
 		load := hooks.start(ctx)
+		load.mark("kubectl drain")
 		drainNode(t, ctx, old)
 		awaitReplaced(t, ctx, old, 3*time.Minute)
 		figures = append(figures, load.finish(t, "node drain within the PDB", true, ""))
@@ -334,6 +338,21 @@ func newLoadHooks(t *testing.T, ctx context.Context) *loadHooks {
 		}
 	}
 	return l
+}
+
+// awaitRouted waits until a call through the Service is answered: a
+// Service whose Ready pods kube-proxy has not written yet refuses
+// connections, which would count against the first phase.
+func (l *loadHooks) awaitRouted(t *testing.T, ctx context.Context) {
+	t.Helper()
+	body := l.requests(0, true)["customize"]
+	var err error
+	for deadline := time.Now().Add(time.Minute); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
+		if _, err = l.call(ctx, l.h2["customize"], "customize", body); err == nil {
+			return
+		}
+	}
+	t.Fatalf("the Service answers no call within 1 min: %v", err)
 }
 
 // requests are one actor's customize, sync and finalize requests as
