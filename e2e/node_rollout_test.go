@@ -104,12 +104,7 @@ func TestNodeHookCallsThroughRollouts(t *testing.T) {
 	})
 	t.Run("replica killed", func(t *testing.T) {
 		load := hooks.start(ctx)
-		victim := rolloutPods(t, ctx)
-		var pod obj
-		for _, p := range victim {
-			pod = p
-			break
-		}
+		pod := busiestPod(t, ctx)
 		pid := containerPID(t, ctx, pod, "asya-sync")
 		load.mark("kill -9")
 		killed := time.Now()
@@ -234,6 +229,45 @@ func drainNode(t *testing.T, ctx context.Context, old map[string]obj) {
 	case <-time.After(3 * time.Minute):
 		t.Fatalf("kubectl drain still running after 3 min:\n%s", out.String())
 	}
+}
+
+// busiestPod is the release's pod that answers the most hook calls now,
+// by the growth of its asya_sync_hook_calls_total over half a second: the
+// replica whose crash the load's connections feel.
+func busiestPod(t *testing.T, ctx context.Context) obj {
+	t.Helper()
+	count := func(p obj) float64 {
+		resp, err := http.Get("http://" + str(p, "status", "podIP") + ":9090/metrics")
+		if err != nil {
+			t.Fatalf("metrics of %s: %v", str(p, "metadata", "name"), err)
+		}
+		defer resp.Body.Close()
+		data, _ := io.ReadAll(resp.Body)
+		total := 0.0
+		for _, line := range strings.Split(string(data), "\n") {
+			if strings.HasPrefix(line, "asya_sync_hook_calls_total{") {
+				var v float64
+				if _, err := fmt.Sscan(line[strings.LastIndexByte(line, ' ')+1:], &v); err == nil {
+					total += v
+				}
+			}
+		}
+		return total
+	}
+	pods := rolloutPods(t, ctx)
+	before := map[string]float64{}
+	for name, p := range pods {
+		before[name] = count(p)
+	}
+	time.Sleep(500 * time.Millisecond)
+	var busiest obj
+	most := -1.0
+	for name, p := range pods {
+		if grown := count(p) - before[name]; grown > most {
+			busiest, most = p, grown
+		}
+	}
+	return busiest
 }
 
 // containerPID is the host's process id of a container of the pod, as
