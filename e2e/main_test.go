@@ -22,6 +22,8 @@
 //	                         the scheduler and the workload controllers, for the TestNode tests
 //	ASYA_E2E_CONTAINERD_BIN  directory with containerd, ctr and containerd-shim-runc-v2
 //	ASYA_E2E_NODE_IMAGES     directory with the node tier's image tarballs (.ci/node.sh)
+//	ASYA_E2E_DRAIN_DELAY     drainDelaySeconds of TestNodeHookCallsThroughRollouts's release (default:
+//	                         the chart's); 0 shows the failed hook calls the delay prevents
 //	ASYA_UPSTREAM            a checkout of upstream Asya at a7cec2a; without it TestUpstreamCrewChart skips
 package e2e
 
