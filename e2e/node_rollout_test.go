@@ -80,7 +80,7 @@ func TestNodeHookCallsThroughRollouts(t *testing.T) {
 
 	t.Run("helm upgrade", func(t *testing.T) {
 		old := rolloutPods(t, ctx)
-		load := hooks.start(ctx)
+		load := hooks.start(t, ctx)
 		load.mark("helm upgrade")
 		helmRollout(t, "upgrade", "e2e-next")
 		awaitReplaced(t, ctx, old, 3*time.Minute)
@@ -88,7 +88,7 @@ func TestNodeHookCallsThroughRollouts(t *testing.T) {
 	})
 	t.Run("rollout restart", func(t *testing.T) {
 		old := rolloutPods(t, ctx)
-		load := hooks.start(ctx)
+		load := hooks.start(t, ctx)
 		load.mark("rollout restart")
 		kubectl(t, "-n", rolloutNS, "rollout", "restart", "deployment/"+rolloutRelease)
 		awaitReplaced(t, ctx, old, 3*time.Minute)
@@ -96,14 +96,14 @@ func TestNodeHookCallsThroughRollouts(t *testing.T) {
 	})
 	t.Run("node drain", func(t *testing.T) {
 		old := rolloutPods(t, ctx)
-		load := hooks.start(ctx)
+		load := hooks.start(t, ctx)
 		load.mark("kubectl drain")
 		drainNode(t, ctx, old)
 		awaitReplaced(t, ctx, old, 3*time.Minute)
 		figures = append(figures, load.finish(t, "node drain within the PDB", true, ""))
 	})
 	t.Run("replica killed", func(t *testing.T) {
-		load := hooks.start(ctx)
+		load := hooks.start(t, ctx)
 		pod := busiestPod(t, ctx)
 		pid := containerPID(t, ctx, pod, "asya-sync")
 		load.mark("kill -9")
@@ -479,9 +479,11 @@ type callFailure struct {
 	err         string
 }
 
-func (l *loadHooks) start(ctx context.Context) *hookLoad {
+func (l *loadHooks) start(t *testing.T, ctx context.Context) *hookLoad {
 	ctx, cancel := context.WithCancel(ctx)
 	load := &hookLoad{start: time.Now(), cancel: cancel, protos: map[string]int{}, open: map[int]time.Time{}}
+	// A test that stops early stops its load too.
+	t.Cleanup(func() { cancel(); load.wg.Wait() })
 	for i := 0; i < loadActors; i++ {
 		// The last actor's calls go over HTTP/1.1.
 		clients, proto := l.h2, "HTTP/2"
