@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Starts the brokers the integration tests talk to, on loopback:
 #   RabbitMQ 5672 with the management API on 15672 (guest/guest),
-#   local-aws-sqs (an SQS emulator) on $ASYA_SQS_PORT, default 9324.
+#   local-aws-sqs (an SQS emulator) on $ASYA_SQS_PORT, default 9324,
+#   pstest (a Pub/Sub emulator, internal/pubsubemulator) on
+#   $ASYA_PUBSUB_PORT, default 8085.
 # Idempotent: anything already listening is left alone, and nothing is
 # installed twice. Works on a fresh Debian machine (as root or with sudo).
 set -euo pipefail
@@ -10,6 +12,8 @@ cd "$(dirname "$0")/.."
 SQS_PORT=${ASYA_SQS_PORT:-9324}
 SQS_VERSION=2.0.2
 SQS_DIR=.cache/local-aws-sqs
+PUBSUB_PORT=${ASYA_PUBSUB_PORT:-8085}
+PUBSUB_DIR=.cache/pubsub-emulator
 WAIT_SECONDS=90
 
 SUDO=""
@@ -75,5 +79,22 @@ start_sqs() {
   echo "local-aws-sqs: http://127.0.0.1:$SQS_PORT (pid $pid, log $SQS_DIR/server.log)"
 }
 
+start_pubsub() {
+  if ! listening "$PUBSUB_PORT"; then
+    mkdir -p "$PUBSUB_DIR"
+    # Built from this module (pstest, at the version go.mod pins): the Go
+    # build cache makes a second build instant.
+    go build -o "$PUBSUB_DIR/pubsub-emulator" ./internal/pubsubemulator
+    setsid nohup "$PUBSUB_DIR/pubsub-emulator" -address "127.0.0.1:$PUBSUB_PORT" \
+      >"$PUBSUB_DIR/server.log" 2>&1 </dev/null &
+    echo $! >"$PUBSUB_DIR/server.pid"
+    wait_for_port "$PUBSUB_PORT" "the Pub/Sub emulator"
+  fi
+  local pid="?"
+  [ -f "$PUBSUB_DIR/server.pid" ] && pid=$(cat "$PUBSUB_DIR/server.pid")
+  echo "Pub/Sub:       127.0.0.1:$PUBSUB_PORT (pstest, pid $pid, log $PUBSUB_DIR/server.log)"
+}
+
 start_rabbitmq
 start_sqs
+start_pubsub

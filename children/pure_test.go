@@ -21,8 +21,10 @@ func TestCoreLinksNoIO(t *testing.T) {
 		module + "/transport/brokers",
 		module + "/transport/rabbitmq",
 		module + "/transport/sqs",
+		module + "/transport/pubsub",
 		"github.com/rabbitmq/amqp091-go",
 		"github.com/aws/aws-sdk-go-v2/service/sqs",
+		"cloud.google.com/go/pubsub/v2/apiv1",
 		"golang.org/x/sync/singleflight",
 	}
 	forbiddenImports := []string{"net", "net/http", "github.com/prometheus/client_golang/prometheus", "os/exec"}

@@ -19,7 +19,7 @@ func (in Input) sidecar() corev1.Container {
 		ImagePullPolicy: spec.ImagePullPolicy,
 		Resources:       *spec.Resources.DeepCopy(),
 		Env:             env,
-		VolumeMounts:    sharedMounts(),
+		VolumeMounts:    in.sidecarMounts(),
 		SecurityContext: in.sidecarSecurityContext(),
 	}
 }

@@ -4,6 +4,8 @@ import (
 	"slices"
 
 	corev1 "k8s.io/api/core/v1"
+
+	"github.com/asya-sh/asya-sync/transport"
 )
 
 // Volume names the service adds to every pod.
@@ -11,19 +13,44 @@ const (
 	volumeSocket  = "socket-dir"
 	volumeTmp     = "tmp"
 	volumeRuntime = "asya-runtime"
+	// volumeTransport holds what the transport's sidecar reads from files
+	// (transport.SidecarFiles).
+	volumeTransport = "asya-transport"
 )
 
 // ReservedVolumes may not be defined by the user: the runtime and the
 // sidecar depend on what they hold. "tmp" is not reserved: a user's tmp
 // volume (say, a bigger one) is used in place of ours.
-var ReservedVolumes = []string{volumeSocket, volumeRuntime}
+var ReservedVolumes = []string{volumeSocket, volumeRuntime, volumeTransport}
 
 func (in Input) volumes() []corev1.Volume {
-	return []corev1.Volume{
+	volumes := []corev1.Volume{
 		{Name: volumeSocket, VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}},
 		{Name: volumeTmp, VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}},
 		{Name: volumeRuntime, VolumeSource: in.delivery().volume(in)},
 	}
+	if source, _ := in.transportFiles(); source != nil {
+		volumes = append(volumes, corev1.Volume{Name: volumeTransport, VolumeSource: *source})
+	}
+	return volumes
+}
+
+// transportFiles is the volume the transport's sidecar reads files from,
+// and where it mounts it, if any.
+func (in Input) transportFiles() (*corev1.VolumeSource, string) {
+	if f, ok := in.Transport.(transport.SidecarFiles); ok {
+		return f.SidecarFiles()
+	}
+	return nil, ""
+}
+
+// sidecarMounts are the sidecar's: the shared ones and the transport's.
+func (in Input) sidecarMounts() []corev1.VolumeMount {
+	mounts := sharedMounts()
+	if source, dir := in.transportFiles(); source != nil {
+		mounts = append(mounts, corev1.VolumeMount{Name: volumeTransport, MountPath: dir, ReadOnly: true})
+	}
+	return mounts
 }
 
 // scriptMode makes the runtime script executable, whichever volume holds

@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/asya-sh/asya-sync/transport/brokers"
+	"github.com/asya-sh/asya-sync/transport/pubsub"
 	"github.com/asya-sh/asya-sync/transport/rabbitmq"
 	"github.com/asya-sh/asya-sync/transport/sqs"
 )
@@ -12,6 +13,7 @@ import (
 // kinds are the transport kinds a configuration may name, by type: one
 // line per kind, each returning the kind's empty settings to decode into.
 var kinds = map[string]func() brokers.Kind{
+	pubsub.Type:   func() brokers.Kind { return &pubsub.Settings{} },
 	rabbitmq.Type: func() brokers.Kind { return &rabbitmq.Settings{} },
 	sqs.Type:      func() brokers.Kind { return &sqs.Settings{} },
 }

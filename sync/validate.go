@@ -33,6 +33,9 @@ func validate(actor *v1alpha1.AsyncActor, t config.Transport) []string {
 // validate: the pod template is the user's, and named as the spec does.
 func (nested) validate(name string, spec v1alpha1.AsyncActorSpec, t config.Transport) []string {
 	problems := validateName(name)
+	if only, ok := t.Kind.(transport.ScopedOnly); ok {
+		problems = append(problems, fmt.Sprintf("spec.transport: %q serves only actors of the current shape (spec.actor): %s", t.Name, only.ScopedOnly()))
+	}
 	problems = append(problems, validateContainers(spec.Workload.Template.Spec)...)
 	problems = append(problems, reservedVolumes(templatePath+".volumes", spec.Workload.Template.Spec.Volumes)...)
 	problems = append(problems, validateRanges(spec)...)

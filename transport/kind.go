@@ -51,6 +51,24 @@ type SecretChecker interface {
 	CheckSecret(ref SecretKeyRef, value []byte) error
 }
 
+// SidecarFiles is implemented by the kinds whose sidecar reads a
+// credential from a file (Pub/Sub: a service account key, which the Google
+// client libraries read only from the file GOOGLE_APPLICATION_CREDENTIALS
+// names). The pod gets the volume; only the sidecar mounts it.
+type SidecarFiles interface {
+	// SidecarFiles is the volume the sidecar mounts read-only at dir, or
+	// nil when it needs none.
+	SidecarFiles() (source *corev1.VolumeSource, dir string)
+}
+
+// ScopedOnly is implemented by the kinds only the current sidecar speaks
+// (Pub/Sub): an actor of the Asya 0.3 shape on such a transport is refused
+// with the reason given.
+type ScopedOnly interface {
+	// ScopedOnly says why the transport serves flat actors only.
+	ScopedOnly() string
+}
+
 // Catcher is implemented by the kinds whose broker drops, and tells no
 // one, a message published for no queue: RabbitMQ, whose sidecars and
 // gateway publish to a topic exchange without mandatory, keyed by actor

@@ -29,6 +29,14 @@ func RabbitManagementURL() string {
 // SQSEndpoint is the SQS emulator's URL.
 func SQSEndpoint() string { return envOr("ASYA_TEST_SQS_ENDPOINT", "http://127.0.0.1:9324") }
 
+// PubSubEndpoint is the Pub/Sub emulator's host:port (pstest, which
+// .ci/services.sh starts).
+func PubSubEndpoint() string { return envOr("ASYA_TEST_PUBSUB_ENDPOINT", "127.0.0.1:8085") }
+
+// PubSubProject is the project the tests use on the emulator, which
+// takes any.
+const PubSubProject = "asya-test"
+
 func envOr(key, fallback string) string {
 	if v := os.Getenv(key); v != "" {
 		return v
@@ -81,6 +89,12 @@ func NeedRabbitManagement(t testing.TB) {
 func NeedSQS(t testing.TB) {
 	t.Helper()
 	needService(t, "local-aws-sqs", SQSEndpoint())
+}
+
+// NeedPubSub skips or fails the test without the Pub/Sub emulator.
+func NeedPubSub(t testing.TB) {
+	t.Helper()
+	needService(t, "the Pub/Sub emulator (pstest)", "grpc://"+PubSubEndpoint())
 }
 
 // RabbitLogin is how the service logs in to the test broker: the
