@@ -16,6 +16,7 @@
 //	                         directory with the Prometheus Operator's CRDs (default: v0.85.0 in the module cache)
 //	ASYA_SYNC_BIN            asya-sync binary to test (default: built from this tree)
 //	ASYA_SQS_PORT            SQS emulator port (default 9324)
+//	ASYA_TEST_PUBSUB_ENDPOINT Pub/Sub emulator host:port (default 127.0.0.1:8085)
 //	ASYA_REQUIRE_INTEGRATION 1 turns every missing piece into a failure
 //	ASYA_E2E_KEEP            1 keeps the work directory (logs, kubeconfig)
 //	ASYA_E2E_NODE            1 brings up the node tier (docs/testing.md): a kubelet, containerd,
@@ -40,6 +41,7 @@ import (
 	"time"
 
 	_ "github.com/asya-sh/asya-sync/internal/golden" // accepts -update like every test package
+	"github.com/asya-sh/asya-sync/internal/testenv"
 )
 
 // env is the shared test environment, set up once by TestMain.
@@ -58,6 +60,7 @@ type testEnv struct {
 	rabbit     bool
 	sqs        bool
 	sqsURL     string
+	pubsub     bool // the Pub/Sub emulator at testenv.PubSubEndpoint()
 	kedaCRD    string
 	keda       *keda // nil without ASYA_E2E_KEDA_BIN
 	node       *node // nil unless ASYA_E2E_NODE=1
@@ -166,8 +169,10 @@ func setup() (e *testEnv, skip bool, err error) {
 	e.rabbit = listening("127.0.0.1:5672")
 	e.sqsURL = "http://127.0.0.1:" + sqsPort()
 	e.sqs = listening("127.0.0.1:" + sqsPort())
-	if required() && (!e.rabbit || !e.sqs) {
-		return nil, true, fmt.Errorf("brokers not listening (RabbitMQ 127.0.0.1:5672 %v, SQS %s %v): run .ci/services.sh", e.rabbit, e.sqsURL, e.sqs)
+	e.pubsub = listening(testenv.PubSubEndpoint())
+	if required() && (!e.rabbit || !e.sqs || !e.pubsub) {
+		return nil, true, fmt.Errorf("brokers not listening (RabbitMQ 127.0.0.1:5672 %v, SQS %s %v, Pub/Sub %s %v): run .ci/services.sh",
+			e.rabbit, e.sqsURL, e.sqs, testenv.PubSubEndpoint(), e.pubsub)
 	}
 
 	if e.work, err = os.MkdirTemp("", "asya-e2e-"); err != nil {
@@ -444,12 +449,20 @@ transports:
       credentials:
         accessKeyIdSecretRef: {name: aws-creds, key: access-key-id}
         secretAccessKeySecretRef: {name: aws-creds, key: secret-access-key}
+  pubsub:
+    type: pubsub
+    enabled: true
+    config:
+      projectId: %[2]s
+      endpoint: %[3]s
+      credentials:
+        secretRef: {name: gcp-pubsub, key: credentials.json}
   switched-off:
     type: rabbitmq
     enabled: false
     config:
       host: 127.0.0.1
-`, e.sqsURL)
+`, e.sqsURL, testenv.PubSubProject, testenv.PubSubEndpoint())
 }
 
 // startService runs asya-sync serve on hookPort with args (the credential
