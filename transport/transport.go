@@ -2,7 +2,7 @@
 // what a queue is, what a kind of transport says about its pods and KEDA,
 // and what a broker client must do. It is plain data and interfaces, which
 // the builders read. The broker clients live below it, one package per
-// kind (rabbitmq, sqs), opened, cached and measured by brokers: together
+// kind (rabbitmq, sqs, pubsub), opened, cached and measured by brokers: together
 // the only place asya-sync does IO besides HTTP.
 package transport
 

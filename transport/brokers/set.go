@@ -1,6 +1,7 @@
 // Package brokers opens one broker client per configured transport, puts
 // each behind the ensure cache and measures it: the plumbing between the
-// hooks and the kinds' clients (transport/rabbitmq, transport/sqs).
+// hooks and the kinds' clients (transport/rabbitmq, transport/sqs,
+// transport/pubsub).
 package brokers
 
 import (
