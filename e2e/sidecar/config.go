@@ -26,10 +26,11 @@ type config struct {
 	ErrorEnd       string
 	RuntimeTimeout time.Duration
 	SocketDir      string
-	Transport      string // rabbitmq or sqs
+	Transport      string // rabbitmq, sqs or (current generation only) pubsub
 	IsEndActor     bool
 	Rabbit         rabbitConfig
 	SQS            sqsConfig
+	PubSub         pubsubConfig
 	// Current is nil for the 0.3 sidecar, and what only the current
 	// generation has otherwise (current_config.go).
 	Current *currentConfig
@@ -60,6 +61,12 @@ func rabbitURL(str func(key, fallback string) string, port int) string {
 type sqsConfig struct {
 	Region, Endpoint                   string
 	VisibilityTimeout, WaitTimeSeconds int32 // seconds
+}
+
+// pubsubConfig is what the current sidecar reads for Pub/Sub:
+// ASYA_PUBSUB_PROJECT_ID and ASYA_PUBSUB_ENDPOINT, both without default.
+type pubsubConfig struct {
+	ProjectID, Endpoint string
 }
 
 // queueName is the queue of an actor on either transport, as the 0.3

@@ -2,8 +2,9 @@ package main
 
 // Component tests of the current generation: the test sidecar, built and
 // run as a process in its current mode, and the project's current runtime
-// (runtime/asya_runtime_http.py) under python3, on the real RabbitMQ and
-// the SQS emulator, with the queues made as asya-sync makes them.
+// (runtime/asya_runtime_http.py) under python3, on the real RabbitMQ, the
+// SQS emulator and the Pub/Sub emulator, with the queues made as
+// asya-sync makes them.
 
 import (
 	"context"
@@ -19,6 +20,7 @@ import (
 	"testing"
 	"time"
 
+	pb "cloud.google.com/go/pubsub/v2/apiv1/pubsubpb"
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
@@ -191,14 +193,20 @@ type currentRig struct {
 	exchange  string
 	conn      *amqp.Connection
 	sqs       *sqsQueues
+	pubsub    *pubsubQueues
 }
+
+// pubsubAckDeadline is the rig's subscriptions' ack deadline, Pub/Sub's
+// least: how long an unacknowledged message takes to come back.
+const pubsubAckDeadline = 10
 
 func newCurrentRig(t *testing.T, transport string) *currentRig {
 	t.Helper()
 	ns := testenv.ActorName("ns")
 	r := &currentRig{t: t, transport: transport, exchange: "asya-" + ns, cfg: config{
 		Transport: transport, Current: &currentConfig{Namespace: ns},
-		SQS: sqsConfig{Region: "us-east-1", Endpoint: testenv.SQSEndpoint()},
+		SQS:    sqsConfig{Region: "us-east-1", Endpoint: testenv.SQSEndpoint()},
+		PubSub: pubsubConfig{ProjectID: testenv.PubSubProject, Endpoint: testenv.PubSubEndpoint()},
 	}}
 	switch transport {
 	case "rabbitmq":
@@ -225,6 +233,14 @@ func newCurrentRig(t *testing.T, transport string) *currentRig {
 			t.Fatal(err)
 		}
 		r.sqs = q
+	case "pubsub":
+		testenv.NeedPubSub(t)
+		q, err := newPubSub(context.Background(), r.cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = q.close() })
+		r.pubsub = q
 	}
 	r.queues(sink, sump)
 	return r
@@ -258,6 +274,19 @@ func (r *currentRig) queues(actors ...string) {
 			r.t.Cleanup(func() {
 				_, _ = r.sqs.client.DeleteQueue(context.Background(), &sqs.DeleteQueueInput{QueueUrl: out.QueueUrl})
 			})
+		case "pubsub":
+			ctx := context.Background()
+			topic, sub := r.pubsub.topic(a), r.pubsub.subscription(a)
+			if _, err := r.pubsub.topics.CreateTopic(ctx, &pb.Topic{Name: topic}); err != nil {
+				r.t.Fatal(err)
+			}
+			if _, err := r.pubsub.subs.CreateSubscription(ctx, &pb.Subscription{Name: sub, Topic: topic, AckDeadlineSeconds: pubsubAckDeadline}); err != nil {
+				r.t.Fatal(err)
+			}
+			r.t.Cleanup(func() {
+				_ = r.pubsub.subs.DeleteSubscription(ctx, &pb.DeleteSubscriptionRequest{Subscription: sub})
+				_ = r.pubsub.topics.DeleteTopic(ctx, &pb.DeleteTopicRequest{Topic: topic})
+			})
 		}
 	}
 }
@@ -289,6 +318,8 @@ func (r *currentRig) actor(name, handler string, env ...string) *sidecarProcess 
 		env = append(env, "ASYA_RABBITMQ_URL="+testenv.RabbitURL(), "ASYA_RABBITMQ_EXCHANGE="+r.exchange)
 	case "sqs":
 		env = append(env, "ASYA_AWS_REGION=us-east-1", "ASYA_SQS_ENDPOINT="+testenv.SQSEndpoint(), "ASYA_SQS_WAIT_TIME_SECONDS=1")
+	case "pubsub":
+		env = append(env, "ASYA_PUBSUB_PROJECT_ID="+testenv.PubSubProject, "ASYA_PUBSUB_ENDPOINT="+testenv.PubSubEndpoint())
 	}
 	return startSidecarProcess(r.t, env...)
 }
@@ -302,6 +333,10 @@ func (r *currentRig) put(actor string, env map[string]any) {
 		testenv.PublishBody(r.t, r.conn, r.cfg.queue(actor), body)
 	case "sqs":
 		if err := r.sqs.send(context.Background(), actor, body); err != nil {
+			r.t.Fatal(err)
+		}
+	case "pubsub":
+		if err := r.pubsub.send(context.Background(), actor, body); err != nil {
 			r.t.Fatal(err)
 		}
 	}
@@ -357,8 +392,32 @@ func (r *currentRig) get(actor string) []byte {
 			}
 			return []byte(aws.ToString(m.Body))
 		}
+	case "pubsub":
+		ms := r.pullPubSub(actor, 1)
+		if len(ms) > 0 {
+			if err := r.pubsub.ack(context.Background(), ms[0]); err != nil {
+				r.t.Fatal(err)
+			}
+			return ms[0].Body
+		}
 	}
 	return nil
+}
+
+// pullPubSub pulls up to max messages of the actor's subscription
+// without waiting, and leaves them unacknowledged.
+func (r *currentRig) pullPubSub(actor string, max int32) []*message {
+	r.t.Helper()
+	sub := r.pubsub.subscription(actor)
+	resp, err := r.pubsub.subs.Pull(context.Background(), &pb.PullRequest{Subscription: sub, MaxMessages: max, ReturnImmediately: true}) //nolint:staticcheck // the emulator honours it
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	var out []*message
+	for _, m := range resp.ReceivedMessages {
+		out = append(out, &message{Body: m.Message.Data, handle: pubsubHandle{sub, m.AckId}})
+	}
+	return out
 }
 
 // count is the number of messages on the actor's queue, in flight too.
@@ -367,6 +426,16 @@ func (r *currentRig) count(actor string) int {
 	switch r.transport {
 	case "rabbitmq":
 		return testenv.Messages(r.t, r.conn, r.cfg.queue(actor))
+	case "pubsub":
+		// Pub/Sub counts nothing: what can be pulled now, given back at
+		// once (a message in another's hands is not seen).
+		ms := r.pullPubSub(actor, 100)
+		for _, m := range ms {
+			if err := r.pubsub.requeue(context.Background(), m); err != nil {
+				r.t.Fatal(err)
+			}
+		}
+		return len(ms)
 	}
 	ctx := context.Background()
 	u, err := r.sqs.queueURL(ctx, actor)
@@ -397,9 +466,10 @@ func (r *currentRig) empty(actors ...string) {
 	}
 }
 
-// onBrokers runs the test on RabbitMQ and on SQS, in parallel.
+// onBrokers runs the test on RabbitMQ, on SQS and on Pub/Sub, in
+// parallel.
 func onBrokers(t *testing.T, test func(t *testing.T, r *currentRig)) {
-	for _, transport := range []string{"rabbitmq", "sqs"} {
+	for _, transport := range []string{"rabbitmq", "sqs", "pubsub"} {
 		t.Run(transport, func(t *testing.T) {
 			t.Parallel()
 			test(t, newCurrentRig(t, transport))
@@ -602,7 +672,8 @@ func TestCurrentRuntimeTimeoutExits(t *testing.T) {
 			t.Errorf("sidecar exited %d, want 1", code)
 		}
 		// RabbitMQ requeues it with the connection gone, SQS once its
-		// visibility timeout (twice the actor timeout) is over.
+		// visibility timeout (twice the actor timeout) is over, Pub/Sub
+		// once its ack deadline is.
 		if back := r.take("sleepy"); back["id"] != "t1" {
 			t.Errorf("back on the queue: %v, want t1", back)
 		}
@@ -613,9 +684,10 @@ func TestCurrentRuntimeTimeoutExits(t *testing.T) {
 // TestCurrentSIGTERMCutsTheCallShort: unlike the 0.3 mode, SIGTERM does
 // not let the message in hand finish, as in the real sidecar, which
 // cancels the call with the context SIGTERM ends. On RabbitMQ the message
-// then goes to the sump and is acknowledged; on SQS every call of the
-// sidecar fails from then on, so the message comes back after its
-// visibility timeout. The sidecar exits 0 either way.
+// then goes to the sump and is acknowledged; on SQS and Pub/Sub every
+// send of the sidecar fails from then on, so the message comes back: on
+// SQS after its visibility timeout, on Pub/Sub at once, since the Nack
+// runs on a context of its own. The sidecar exits 0 either way.
 func TestCurrentSIGTERMCutsTheCallShort(t *testing.T) {
 	t.Parallel()
 	onBrokers(t, func(t *testing.T, r *currentRig) {
@@ -638,7 +710,7 @@ func TestCurrentSIGTERMCutsTheCallShort(t *testing.T) {
 				t.Errorf("sump got %v, want k1 with the cancelled call", got)
 			}
 			r.empty("busy")
-		case "sqs":
+		case "sqs", "pubsub":
 			if back := r.take("busy"); back["id"] != "k1" {
 				t.Errorf("back on the queue: %v, want k1", back)
 			}
@@ -652,8 +724,8 @@ func TestCurrentSIGTERMCutsTheCallShort(t *testing.T) {
 // renders for two attempts a second apart, a failed message is tried
 // again on SQS, held back by DelaySeconds, and ends once its attempts
 // are spent: in the sump on the 0.5 line, in the sink (phase failed) on
-// the 1.x line. On RabbitMQ neither real sidecar can delay a message, so
-// the first error ends there.
+// the 1.x line. On RabbitMQ and Pub/Sub neither real sidecar can delay a
+// message, so the first error ends there.
 func TestCurrentRetries(t *testing.T) {
 	t.Parallel()
 	for _, line := range []struct {
@@ -675,7 +747,7 @@ func TestCurrentRetries(t *testing.T) {
 
 				got := r.take(line.end)
 				wantReason, wantCalls := line.spent, 2
-				if r.transport == "rabbitmq" {
+				if r.transport != "sqs" { // no delayed send
 					wantReason, wantCalls = "RuntimeError", 1
 				}
 				if got["id"] != "r1" || field(got, "status", "phase") != "failed" || field(got, "status", "reason") != wantReason ||

@@ -20,7 +20,7 @@ import (
 // variables and defaults, cmd/sidecar/main.go for the start,
 // internal/runtime/client.go for the runtime's HTTP protocol,
 // internal/router/router.go for what becomes of a message, and
-// internal/transport/{rabbitmq,sqs}.go for the brokers.
+// internal/transport/{rabbitmq,sqs,pubsub}.go for the brokers.
 
 // generationVar names the generation explicitly. It belongs to this test
 // image alone: neither real sidecar reads it.
@@ -101,8 +101,8 @@ var retryVars = []string{
 //
 // Departures, each refused at start rather than ignored, so that a test
 // relying on one fails loudly: a prefetch other than 1 (asya-sync never
-// sets ASYA_RABBITMQ_PREFETCH), and the pubsub and socket transports,
-// which asya-sync does not serve. As for the 0.3 sidecar, a value the
+// sets ASYA_RABBITMQ_PREFETCH), and the socket transport, which asya-sync
+// does not serve. As for the 0.3 sidecar, a value the
 // real one would silently replace with its default is refused too. Variables read
 // by the real sidecar and ignored here: the metrics ones (no /metrics is
 // served), ASYA_QUEUE_RETRY_* (this one waits for a missing queue for
@@ -129,6 +129,7 @@ func loadCurrentConfig(getenv func(string) string) (config, error) {
 			VisibilityTimeout: int32(r.num("ASYA_SQS_VISIBILITY_TIMEOUT", 0, 0, 43200)),
 			WaitTimeSeconds:   int32(r.num("ASYA_SQS_WAIT_TIME_SECONDS", 20, 0, 20)),
 		},
+		PubSub: pubsubConfig{ProjectID: getenv("ASYA_PUBSUB_PROJECT_ID"), Endpoint: getenv("ASYA_PUBSUB_ENDPOINT")},
 		Current: &currentConfig{
 			Namespace:    getenv("ASYA_NAMESPACE"),
 			ReadyTimeout: r.duration("ASYA_RUNTIME_READY_TIMEOUT", 5*time.Minute),
@@ -157,8 +158,13 @@ func loadCurrentConfig(getenv func(string) string) (config, error) {
 	if cfg.Current.Namespace == "" {
 		r.errs = append(r.errs, errors.New("ASYA_NAMESPACE is required"))
 	}
-	if cfg.Transport != "rabbitmq" && cfg.Transport != "sqs" {
-		r.bad("ASYA_TRANSPORT", cfg.Transport, "rabbitmq or sqs (the test sidecar serves no other)")
+	if cfg.Transport != "rabbitmq" && cfg.Transport != "sqs" && cfg.Transport != "pubsub" {
+		r.bad("ASYA_TRANSPORT", cfg.Transport, "rabbitmq, sqs or pubsub (the test sidecar serves no other)")
+	}
+	if cfg.Transport == "pubsub" && cfg.PubSub.ProjectID == "" {
+		// The real one fails to make its client: pubsub.NewClient refuses
+		// an empty project.
+		r.errs = append(r.errs, errors.New("failed to create Pub/Sub publisher client: pubsub: projectID string is empty"))
 	}
 	if _, err := amqp.ParseURI(cfg.Rabbit.URL); cfg.Transport == "rabbitmq" && err != nil {
 		r.errs = append(r.errs, fmt.Errorf("RabbitMQ URL: %w", err))

@@ -92,7 +92,16 @@ func TestLoadCurrentConfig(t *testing.T) {
 		{name: "no namespace", env: map[string]string{"ASYA_TEST_SIDECAR_GENERATION": "current", "ASYA_NAMESPACE": ""},
 			wantErr: "ASYA_NAMESPACE is required"},
 		{name: "no actor", env: map[string]string{"ASYA_ACTOR_NAME": ""}, wantErr: "ASYA_ACTOR_NAME is required"},
-		{name: "pubsub", env: map[string]string{"ASYA_TRANSPORT": "pubsub"}, wantErr: "ASYA_TRANSPORT"},
+		{
+			name: "pubsub on an emulator, as asya-sync renders it",
+			env: map[string]string{"ASYA_TRANSPORT": "pubsub", "ASYA_PUBSUB_PROJECT_ID": "acme",
+				"ASYA_PUBSUB_ENDPOINT": "pubsub:8085"},
+			change: func(c *config) {
+				c.Transport, c.PubSub = "pubsub", pubsubConfig{ProjectID: "acme", Endpoint: "pubsub:8085"}
+			},
+		},
+		{name: "pubsub without a project", env: map[string]string{"ASYA_TRANSPORT": "pubsub"}, wantErr: "projectID string is empty"},
+		{name: "socket", env: map[string]string{"ASYA_TRANSPORT": "socket"}, wantErr: "ASYA_TRANSPORT"},
 		{
 			name: "retries with the real defaults",
 			env:  map[string]string{"ASYA_RESILIENCY_NON_RETRYABLE_ERRORS": " KeyError, ,mod.Failure"},

@@ -87,8 +87,11 @@ type currentRouter struct {
 	// reaches the sump (its call cut short) and is acknowledged. Its SQS
 	// calls honour it and fail: the message is neither sent on,
 	// acknowledged nor requeued, and comes back after its visibility
-	// timeout. This router gives the broker calls a context that ends the
-	// same way, so either broker shows what the real sidecar does. (When
+	// timeout. Its Pub/Sub publish honours it too and fails, but its Ack
+	// and Nack run on a context of their own: the message is nacked and
+	// comes back at once. This router gives the broker calls a context
+	// that ends the same way (the Pub/Sub transport's ack and requeue make
+	// their own), so each broker shows what the real sidecar does. (When
 	// the sump's queue URL is not yet known, the real one first sleeps
 	// through its GetQueueUrl retries, minutes, until the kubelet kills
 	// it; this one exits at once. The message comes back all the same.)
@@ -98,7 +101,7 @@ type currentRouter struct {
 func newCurrentRouter(cfg config, q transport, log *slog.Logger) *currentRouter {
 	return &currentRouter{
 		cfg: cfg, rt: newHTTPRuntime(filepath.Join(cfg.SocketDir, socketName)), q: q, log: log,
-		now: time.Now, stopFailsBroker: cfg.Transport == "sqs",
+		now: time.Now, stopFailsBroker: cfg.Transport == "sqs" || cfg.Transport == "pubsub",
 	}
 }
 

@@ -40,8 +40,11 @@ type transport interface {
 }
 
 func openTransport(ctx context.Context, cfg config, log *slog.Logger) (transport, error) {
-	if cfg.Transport == "sqs" {
+	switch cfg.Transport {
+	case "sqs":
 		return newSQS(ctx, cfg)
+	case "pubsub":
+		return newPubSub(ctx, cfg)
 	}
 	return newRabbit(cfg, log), nil
 }
