@@ -220,12 +220,14 @@ func differing(got, want *pb.Subscription) []string {
 // are, and the error is a *transport.Held. Ones without a record are
 // deleted; a transport that does not create its queues records none, and
 // deletes (asked to by the actor's deletion policy) without reading one.
+// A Pub/Sub transport has no dead-letter queues, so q.DLQName() is not
+// touched: it may be another actor's queue (of an actor named <a>-dlq).
 func (b *Broker) Delete(ctx context.Context, q transport.Queue) error {
 	topics, subs, err := b.clients(ctx)
 	if err != nil {
 		return err
 	}
-	return transport.DeleteClaimed(q, func(name string) error { return b.deleteQueue(ctx, topics, subs, name, q.Claim()) })
+	return b.deleteQueue(ctx, topics, subs, q.Name(), q.Claim())
 }
 
 func (b *Broker) deleteQueue(ctx context.Context, topics *vkit.TopicAdminClient, subs *vkit.SubscriptionAdminClient, name, claim string) error {

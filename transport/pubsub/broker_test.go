@@ -241,6 +241,44 @@ func TestDelete(t *testing.T) {
 	}
 }
 
+// Delete leaves the queue named as q's dead-letter queue would be: a
+// Pub/Sub transport has none, and asya-<ns>-<a>-dlq is actor <a>-dlq's,
+// recorded or not.
+func TestDeleteLeavesTheNameOfADLQ(t *testing.T) {
+	t.Parallel()
+	b := newBroker(t)
+	ctx := testenv.Context(t)
+	ns := testenv.ActorName("ns")
+	q := transport.Queue{Namespace: ns, Actor: "a", Scoped: true}
+	other := transport.Queue{Namespace: ns, Actor: "a-dlq", Scoped: true}
+	cleanup(t, q)
+	cleanup(t, other)
+	// The other's topic and subscription made without a record, as
+	// upstream's composition makes them.
+	topics, subs, err := b.clients(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := topics.CreateTopic(ctx, &pb.Topic{Name: b.cfg.TopicPath(other.Name())}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := subs.CreateSubscription(ctx, &pb.Subscription{Name: b.cfg.SubscriptionPath(other.Name()), Topic: b.cfg.TopicPath(other.Name()), AckDeadlineSeconds: 10}); err != nil {
+		t.Fatal(err)
+	}
+	if other.Name() != q.DLQName() {
+		t.Fatalf("%s is not %s's DLQ name %s", other.Name(), q.Name(), q.DLQName())
+	}
+	if err := b.Ensure(ctx, q); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Delete(ctx, q); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := getSubscription(t, other.Name()); err != nil {
+		t.Errorf("subscription %s after %s's Delete: %v, want it kept", other.Name(), q.Name(), err)
+	}
+}
+
 // With autoCreate (or manage) off, Ensure creates nothing and says which
 // subscription is missing, and why it was not made.
 func TestAutoCreateOff(t *testing.T) {
