@@ -33,6 +33,9 @@ type Broker struct {
 	mu     sync.Mutex
 	topics *vkit.TopicAdminClient
 	subs   *vkit.SubscriptionAdminClient
+	// extra are more client options, for tests (an interceptor that
+	// counts the calls).
+	extra []option.ClientOption
 }
 
 // New builds the broker of the transport called name; it connects on
@@ -54,6 +57,7 @@ func (b *Broker) clients(ctx context.Context) (*vkit.TopicAdminClient, *vkit.Sub
 			option.WithoutAuthentication(),
 			option.WithGRPCDialOption(grpc.WithTransportCredentials(insecure.NewCredentials())))
 	}
+	opts = append(opts, b.extra...)
 	topics, err := vkit.NewTopicAdminClient(ctx, opts...)
 	if err != nil {
 		return nil, nil, &transport.Error{Reason: transport.ReasonBrokerUnavailable, Message: "opening the Pub/Sub client for " + b.where(), Err: err}
@@ -100,19 +104,24 @@ func (b *Broker) Ensure(ctx context.Context, q transport.Queue) error {
 
 // ensureTopic creates the topic with its record, or makes sure the one
 // that exists is the claim's: one without a record is recorded to it now.
+// It reads first, since a topic that exists is the common case (an ensure
+// is cached only for queueCacheTTL). The record is given at CreateTopic,
+// which fails for the second of two claims creating one topic at once.
 // Pub/Sub cannot label on a condition, so of two claims adopting one topic
 // at once, the one whose record was overwritten sees the other's on the
 // read back, or at its next ensure.
 func (b *Broker) ensureTopic(ctx context.Context, topics *vkit.TopicAdminClient, name string, record map[string]string) error {
 	path := b.cfg.TopicPath(name)
-	_, err := topics.CreateTopic(ctx, &pb.Topic{Name: path, Labels: record})
-	if err == nil {
-		return nil
-	}
-	if status.Code(err) != codes.AlreadyExists {
-		return b.explain(err, "creating topic "+name)
-	}
 	topic, err := topics.GetTopic(ctx, &pb.GetTopicRequest{Topic: path})
+	if status.Code(err) == codes.NotFound {
+		if _, err = topics.CreateTopic(ctx, &pb.Topic{Name: path, Labels: record}); err == nil {
+			return nil
+		}
+		if status.Code(err) != codes.AlreadyExists {
+			return b.explain(err, "creating topic "+name)
+		}
+		topic, err = topics.GetTopic(ctx, &pb.GetTopicRequest{Topic: path})
+	}
 	if err != nil {
 		return b.explain(err, "reading topic "+name)
 	}
@@ -151,18 +160,21 @@ func (b *Broker) subscription(name string, labels map[string]string) *pb.Subscri
 }
 
 // ensureSubscription creates the subscription with its record, or adopts
-// the one that exists (as ensureTopic does) and sets in place what
-// differs: the ack deadline, the retention and the expiration policy.
+// the one that exists (reading first, as ensureTopic does) and sets in
+// place what differs: the ack deadline, the retention and the expiration
+// policy.
 func (b *Broker) ensureSubscription(ctx context.Context, subs *vkit.SubscriptionAdminClient, name string, record map[string]string) error {
 	want := b.subscription(name, record)
-	_, err := subs.CreateSubscription(ctx, want)
-	if err == nil {
-		return nil
-	}
-	if status.Code(err) != codes.AlreadyExists {
-		return b.explain(err, "creating subscription "+name)
-	}
 	got, err := subs.GetSubscription(ctx, &pb.GetSubscriptionRequest{Subscription: want.Name})
+	if status.Code(err) == codes.NotFound {
+		if _, err = subs.CreateSubscription(ctx, want); err == nil {
+			return nil
+		}
+		if status.Code(err) != codes.AlreadyExists {
+			return b.explain(err, "creating subscription "+name)
+		}
+		got, err = subs.GetSubscription(ctx, &pb.GetSubscriptionRequest{Subscription: want.Name})
+	}
 	if err != nil {
 		return b.explain(err, "reading subscription "+name)
 	}

@@ -330,3 +330,35 @@ func TestCountsUnknown(t *testing.T) {
 		t.Errorf("Counts = %s/%s, %v; want unknown, no error", brokertest.Count(counts.Queued), brokertest.Count(counts.Processing), err)
 	}
 }
+
+// Two claims ensuring one new queue at once: one owns it, the other is
+// turned away, whichever comes first.
+func TestConcurrentClaims(t *testing.T) {
+	t.Parallel()
+	for range 5 {
+		b := newBroker(t)
+		ctx := testenv.Context(t)
+		first, second := collision(t)
+		errs := make(chan error, 2)
+		for _, q := range []transport.Queue{first, second} {
+			go func() { errs <- b.Ensure(ctx, q) }()
+		}
+		var held int
+		for range 2 {
+			err := <-errs
+			if _, ok := transport.HeldBy(err); ok {
+				held++
+			} else if err != nil {
+				t.Fatal(err)
+			}
+		}
+		sub := mustSubscription(t, first.Name())
+		topic, err := getTopic(t, first.Name())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if held != 1 || claimIn(sub.Labels) != claimIn(topic.Labels) || claimIn(sub.Labels) == "" {
+			t.Errorf("%d turned away, topic's record %q, subscription's %q: want one owner of both", held, claimIn(topic.Labels), claimIn(sub.Labels))
+		}
+	}
+}
