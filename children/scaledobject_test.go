@@ -12,6 +12,7 @@ import (
 	"github.com/asya-sh/asya-sync/api/v1alpha1"
 	"github.com/asya-sh/asya-sync/internal/golden"
 	"github.com/asya-sh/asya-sync/transport"
+	"github.com/asya-sh/asya-sync/transport/pubsub"
 	"github.com/asya-sh/asya-sync/transport/rabbitmq"
 	"github.com/asya-sh/asya-sync/transport/sqs"
 )
@@ -61,6 +62,21 @@ func staticCredentials(s *sqs.Settings) {
 
 const actorRole = "arn:aws:iam::123456789012:role/asya-actors"
 
+func pubsubTransport(edit func(*pubsub.Settings)) transport.Kind {
+	s := &pubsub.Settings{ProjectID: "acme-prod"}
+	if edit != nil {
+		edit(s)
+	}
+	if err := s.Check(); err != nil {
+		panic(err)
+	}
+	return s
+}
+
+func pubsubKey(s *pubsub.Settings) {
+	s.Credentials = &pubsub.Credentials{SecretRef: &transport.SecretKeyRef{Name: "gcp-pubsub", Key: "credentials.json"}}
+}
+
 // scalingCases are the golden cases under testdata/scaling/<name>.yaml.
 var scalingCases = []struct {
 	name string
@@ -86,6 +102,8 @@ var scalingCases = []struct {
 		s.Endpoint = "http://localstack.default.svc:4566"
 		staticCredentials(s)
 	}), nil)},
+	{"pubsub-key", scalingInput(pubsubTransport(pubsubKey), nil)},
+	{"pubsub-workload-identity", scalingInput(pubsubTransport(nil), nil)},
 	{"advanced-modifiers", scalingInput(rabbitMQTransport(nil), func(s *v1alpha1.AsyncActorSpec) {
 		s.Scaling.Advanced = &v1alpha1.AdvancedScaling{
 			Formula:          "queue / 2",

@@ -74,6 +74,20 @@ func TestTriggerAuthentication(t *testing.T) {
 			in:   scalingInput(sqsTransport(func(s *sqs.Settings) { s.Endpoint = "http://localstack:4566" }), nil),
 		},
 		{
+			name: "pubsub key: KEDA reads it from the Secret, the sidecar from a file",
+			in:   scalingInput(pubsubTransport(pubsubKey), nil),
+			want: &kedav1alpha1.TriggerAuthentication{TypeMeta: typeMeta, ObjectMeta: meta, Spec: kedav1alpha1.TriggerAuthenticationSpec{
+				SecretTargetRef: []kedav1alpha1.AuthSecretTargetRef{{Parameter: "GoogleApplicationCredentials", Name: "gcp-pubsub", Key: "credentials.json"}},
+			}},
+		},
+		{
+			name: "pubsub without a key: KEDA's own Google identity",
+			in:   scalingInput(pubsubTransport(nil), nil),
+			want: &kedav1alpha1.TriggerAuthentication{TypeMeta: typeMeta, ObjectMeta: meta, Spec: kedav1alpha1.TriggerAuthenticationSpec{
+				PodIdentity: &kedav1alpha1.AuthPodIdentity{Provider: "gcp"},
+			}},
+		},
+		{
 			name: "scaling off",
 			in:   scalingInput(rabbitMQTransport(nil), func(s *v1alpha1.AsyncActorSpec) { s.Scaling.Enabled = ptr.To(false) }),
 		},

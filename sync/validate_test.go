@@ -11,6 +11,7 @@ import (
 
 	"github.com/asya-sh/asya-sync/api/v1alpha1"
 	"github.com/asya-sh/asya-sync/config"
+	"github.com/asya-sh/asya-sync/transport/pubsub"
 	"github.com/asya-sh/asya-sync/transport/rabbitmq"
 	"github.com/asya-sh/asya-sync/transport/sqs"
 )
@@ -45,6 +46,11 @@ func TestValidate(t *testing.T) {
 		{"reserved volume", func(s *v1alpha1.AsyncActorSpec) {
 			s.Workload.Template.Spec.Volumes = []corev1.Volume{{Name: "socket-dir"}}
 		}, rabbit, []string{"volumes[0]: the volume name socket-dir is reserved"}},
+		{"the transport's volume name", func(s *v1alpha1.AsyncActorSpec) {
+			s.Workload.Template.Spec.Volumes = []corev1.Volume{{Name: "asya-transport"}}
+		}, rabbit, []string{"volumes[0]: the volume name asya-transport is reserved"}},
+		{"a 0.3 actor on Pub/Sub", func(*v1alpha1.AsyncActorSpec) {}, config.Transport{Name: "gcp", Enabled: true, Kind: &pubsub.Settings{ProjectID: "p"}},
+			[]string{`spec.transport: "gcp" serves only actors of the current shape (spec.actor): the Asya 0.3 sidecar has no Pub/Sub transport`}},
 		{"service account with IRSA", func(s *v1alpha1.AsyncActorSpec) { s.Workload.Template.Spec.ServiceAccountName = "mine" }, irsa,
 			[]string{"serviceAccountName: must be empty with transport \"aws\": pods run as the IRSA ServiceAccount asya-echo"}},
 		{"service account without IRSA", func(s *v1alpha1.AsyncActorSpec) { s.Workload.Template.Spec.ServiceAccountName = "mine" }, rabbit, nil},
