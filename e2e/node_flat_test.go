@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -42,8 +43,12 @@ func flatMessage(payload obj, route ...string) obj {
 // SQS to the queue asya-<namespace>-<actor>.
 func sendFlat(t *testing.T, ctx context.Context, b nodeBroker, ns, actor string, m obj) {
 	t.Helper()
-	if b.transport == "rabbitmq" {
+	switch b.transport {
+	case "rabbitmq":
 		publishVia(t, ctx, testenv.RabbitURL(), nodeExchange+"-"+ns, actor, m)
+		return
+	case "pubsub":
+		pubsubPublish(t, ctx, ns+"-"+actor, []byte(mustJSON(m)))
 		return
 	}
 	url := sqsQueueURL(t, ctx, "asya-"+ns+"-"+actor)
@@ -59,10 +64,11 @@ func flatEnd(t *testing.T, ctx context.Context, b nodeBroker, ns, actor string) 
 }
 
 // TestNodeFlatPipeline: a two-actor pipeline ends in the namespace's sink,
-// and a handler's error reaches its sump with the traceback.
+// and a handler's error reaches its sump with the traceback, on RabbitMQ,
+// SQS and Pub/Sub.
 func TestNodeFlatPipeline(t *testing.T) {
 	d := nodeDriver(t)
-	for _, b := range nodeBrokers {
+	for _, b := range append(slices.Clip(nodeBrokers), pubsubNodeBroker) {
 		t.Run(b.transport, func(t *testing.T) {
 			ctx := context.Background()
 			ns := nodeNamespace(t, ctx, b.name("node-e2e-flat-"+b.transport), nil)

@@ -15,6 +15,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/asya-sh/asya-sync/internal/testenv"
 )
 
 // The node tier (ASYA_E2E_NODE=1): a real kubelet, containerd and runc on
@@ -141,7 +143,7 @@ func (n *node) makeBridge() error {
 // from the pods at the node's address, and the RabbitMQ management API at
 // nodeManagementPort.
 func (n *node) startRelays() error {
-	for port, to := range map[string]string{"5672": "5672", sqsPort(): sqsPort(), nodeManagementPort: "15672"} {
+	for port, to := range map[string]string{"5672": "5672", sqsPort(): sqsPort(), nodeManagementPort: "15672", pubsubPort(): pubsubPort()} {
 		l, err := net.Listen("tcp", net.JoinHostPort(nodeIP, port))
 		if err != nil {
 			return err
@@ -157,6 +159,16 @@ func (n *node) startRelays() error {
 // loopback, there as on AMQP: through the relay the service's calls, as
 // guest, come from loopback.
 const nodeManagementPort = "15673"
+
+// pubsubPort is the Pub/Sub emulator's port (of ASYA_TEST_PUBSUB_ENDPOINT,
+// default 8085).
+func pubsubPort() string {
+	_, port, err := net.SplitHostPort(testenv.PubSubEndpoint())
+	if err != nil {
+		return "8085"
+	}
+	return port
+}
 
 // sqsPort is the SQS emulator's port (ASYA_SQS_PORT, default 9324).
 func sqsPort() string {

@@ -14,6 +14,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/asya-sh/asya-sync/internal/testenv"
 )
 
 // The node tier's asya-sync runs as the chart installs it: a pod of its own
@@ -88,7 +90,12 @@ config:
         credentials:
           accessKeyIdSecretRef: {name: aws-creds, key: access-key-id}
           secretAccessKeySecretRef: {name: aws-creds, key: secret-access-key}
-`, nodeRelease, nodeImage("sidecar"), nodeIP, sqsPort(), r.tag, script, r.delivery, nodeVHost, nodeVHostUser, nodeManagementPort)
+    pubsub:
+      type: pubsub
+      enabled: true
+      config: {projectId: %[11]s, endpoint: "%[3]s:%[12]s"}
+`, nodeRelease, nodeImage("sidecar"), nodeIP, sqsPort(), r.tag, script, r.delivery, nodeVHost, nodeVHostUser, nodeManagementPort,
+		testenv.PubSubProject, pubsubPort())
 }
 
 var nodeHooks struct {

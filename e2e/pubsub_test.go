@@ -4,6 +4,7 @@ package e2e
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"strings"
 	"testing"
@@ -33,20 +34,8 @@ func needPubSub(t *testing.T) {
 // name on the emulator; a missing one is nil.
 func pubsubLabels(t *testing.T, ctx context.Context, name string) (topic, sub map[string]string) {
 	t.Helper()
-	opts := []option.ClientOption{option.WithEndpoint(testenv.PubSubEndpoint()), option.WithoutAuthentication(),
-		option.WithGRPCDialOption(grpc.WithTransportCredentials(insecure.NewCredentials()))}
-	topics, err := vkit.NewTopicAdminClient(ctx, opts...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer topics.Close()
-	subs, err := vkit.NewSubscriptionAdminClient(ctx, opts...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer subs.Close()
-	project := "projects/" + testenv.PubSubProject
-	tp, err := topics.GetTopic(ctx, &pb.GetTopicRequest{Topic: project + "/topics/" + name})
+	topics, subs := pubsubAdmin(t, ctx)
+	tp, err := topics.GetTopic(ctx, &pb.GetTopicRequest{Topic: pubsubPath("topics", name)})
 	switch {
 	case err == nil:
 		topic = tp.Labels
@@ -56,7 +45,7 @@ func pubsubLabels(t *testing.T, ctx context.Context, name string) (topic, sub ma
 	case status.Code(err) != codes.NotFound:
 		t.Fatalf("topic %s: %v", name, err)
 	}
-	sp, err := subs.GetSubscription(ctx, &pb.GetSubscriptionRequest{Subscription: project + "/subscriptions/" + name})
+	sp, err := subs.GetSubscription(ctx, &pb.GetSubscriptionRequest{Subscription: pubsubPath("subscriptions", name)})
 	switch {
 	case err == nil:
 		sub = sp.Labels
@@ -157,5 +146,90 @@ func TestPubSubActorUnderKEDA(t *testing.T) {
 	deleteAndFinalize(t, ctx, ns, name)
 	if topic, sub := pubsubLabels(t, ctx, queue); topic != nil || sub != nil {
 		t.Errorf("after finalize: topic %v, subscription %v; want both deleted", topic, sub)
+	}
+}
+
+// pubsubAdmin is a client of the emulator's topics and subscriptions,
+// closed after the test.
+func pubsubAdmin(t *testing.T, ctx context.Context) (*vkit.TopicAdminClient, *vkit.SubscriptionAdminClient) {
+	t.Helper()
+	opts := []option.ClientOption{option.WithEndpoint(testenv.PubSubEndpoint()), option.WithoutAuthentication(),
+		option.WithGRPCDialOption(grpc.WithTransportCredentials(insecure.NewCredentials()))}
+	topics, err := vkit.NewTopicAdminClient(ctx, opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	subs, err := vkit.NewSubscriptionAdminClient(ctx, opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { topics.Close(); subs.Close() })
+	return topics, subs
+}
+
+func pubsubPath(kind, queue string) string {
+	return "projects/" + testenv.PubSubProject + "/" + kind + "/" + queue
+}
+
+// pubsubPublish puts body on the topic asya-<actor>, as a sidecar does.
+func pubsubPublish(t *testing.T, ctx context.Context, actor string, body []byte) {
+	t.Helper()
+	topics, _ := pubsubAdmin(t, ctx)
+	if _, err := topics.Publish(ctx, &pb.PublishRequest{Topic: pubsubPath("topics", "asya-"+actor),
+		Messages: []*pb.PubsubMessage{{Data: body}}}); err != nil {
+		t.Fatalf("publish to asya-%s: %v", actor, err)
+	}
+}
+
+// pubsubNodeBroker is the node tier's Pub/Sub, for flat actors only (the
+// 0.3 sidecar has none): a topic and a subscription per queue on the
+// emulator, which the tier relays to the pods.
+var pubsubNodeBroker = nodeBroker{
+	transport: "pubsub",
+	name:      func(n string) string { return n },
+	endQueue: func(t *testing.T, ctx context.Context, actor string) {
+		if !env.pubsub {
+			testenv.Missing(t, "the Pub/Sub emulator at "+testenv.PubSubEndpoint(), fmt.Errorf("not listening"))
+		}
+		topics, subs := pubsubAdmin(t, ctx)
+		topic, sub := pubsubPath("topics", "asya-"+actor), pubsubPath("subscriptions", "asya-"+actor)
+		if _, err := topics.CreateTopic(ctx, &pb.Topic{Name: topic}); err != nil && status.Code(err) != codes.AlreadyExists {
+			t.Fatalf("topic asya-%s: %v", actor, err)
+		}
+		if _, err := subs.CreateSubscription(ctx, &pb.Subscription{Name: sub, Topic: topic, AckDeadlineSeconds: 60}); err != nil && status.Code(err) != codes.AlreadyExists {
+			t.Fatalf("subscription asya-%s: %v", actor, err)
+		}
+		pubsubTake(t, ctx, actor)
+	},
+	send: func(t *testing.T, ctx context.Context, actor string, m envelope) {
+		body, _ := json.Marshal(m)
+		pubsubPublish(t, ctx, actor, body)
+	},
+	take: pubsubTake,
+}
+
+// pubsubTake pulls and acknowledges what the subscription asya-<actor>
+// holds.
+func pubsubTake(t *testing.T, ctx context.Context, actor string) []envelope {
+	t.Helper()
+	_, subs := pubsubAdmin(t, ctx)
+	sub := pubsubPath("subscriptions", "asya-"+actor)
+	var out []envelope
+	for {
+		resp, err := subs.Pull(ctx, &pb.PullRequest{Subscription: sub, MaxMessages: 10, ReturnImmediately: true}) //nolint:staticcheck // the emulator honours it
+		if err != nil {
+			t.Fatalf("pull from asya-%s: %v", actor, err)
+		}
+		if len(resp.ReceivedMessages) == 0 {
+			return out
+		}
+		var ids []string
+		for _, m := range resp.ReceivedMessages {
+			out = append(out, decodeEnvelope(t, m.Message.Data))
+			ids = append(ids, m.AckId)
+		}
+		if err := subs.Acknowledge(ctx, &pb.AcknowledgeRequest{Subscription: sub, AckIds: ids}); err != nil {
+			t.Fatalf("acknowledge on asya-%s: %v", actor, err)
+		}
 	}
 }
