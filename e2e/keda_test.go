@@ -189,6 +189,25 @@ func soCondition(t *testing.T, ctx context.Context, ns, name string) obj {
 	return conditions(so)["Ready"]
 }
 
+// scalingFollowsKEDA syncs the actor until KEDA has judged its
+// ScaledObject (Ready True or False, and KEDA's message), then until the
+// actor's ScalingReady says the same; it returns KEDA's verdict.
+func scalingFollowsKEDA(t *testing.T, ctx context.Context, ns, name string) (kedaSays, msg string) {
+	t.Helper()
+	syncingUntil(t, ctx, env.driver, name, time.Minute, "KEDA's verdict on the ScaledObject", func() error {
+		c := soCondition(t, ctx, ns, name)
+		kedaSays, msg = str(c, "status"), str(c, "message")
+		if kedaSays == "" || kedaSays == "Unknown" {
+			return fmt.Errorf("Ready is %s", mustJSON(c))
+		}
+		return nil
+	})
+	syncingUntil(t, ctx, env.driver, name, 30*time.Second, "the actor's ScalingReady follows KEDA", func() error {
+		return want("ScalingReady", str(conditions(getActor(t, ctx, ns, name))["ScalingReady"], "status"), kedaSays)
+	})
+	return kedaSays, msg
+}
+
 // awaitKEDA waits, when KEDA runs, until it has judged the actor's
 // ScaledObject, then syncs the actor until it settles on that verdict, as
 // Metacontroller does on the watch event of KEDA's status write.

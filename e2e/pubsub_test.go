@@ -129,18 +129,7 @@ func TestPubSubActorUnderKEDA(t *testing.T) {
 		}
 	}
 
-	var kedaSays, msg string
-	syncingUntil(t, ctx, env.driver, name, time.Minute, "KEDA's verdict on the ScaledObject", func() error {
-		c := soCondition(t, ctx, ns, name)
-		kedaSays, msg = str(c, "status"), str(c, "message")
-		if kedaSays == "" || kedaSays == "Unknown" {
-			return fmt.Errorf("Ready is %s", mustJSON(c))
-		}
-		return nil
-	})
-	syncingUntil(t, ctx, env.driver, name, 30*time.Second, "the actor's ScalingReady follows KEDA", func() error {
-		return want("ScalingReady", str(conditions(getActor(t, ctx, ns, name))["ScalingReady"], "status"), kedaSays)
-	})
+	kedaSays, msg := scalingFollowsKEDA(t, ctx, ns, name)
 	t.Logf("KEDA on the Pub/Sub actor: Ready=%s %q; the actor: %s", kedaSays, msg, mustJSON(conditions(getActor(t, ctx, ns, name))["ScalingReady"]))
 
 	deleteAndFinalize(t, ctx, ns, name)

@@ -332,18 +332,7 @@ func TestIRSAActorUnderKEDA(t *testing.T) {
 	mapAt(a, "metadata")["name"] = "irsa-" + env.runID
 	name := str(a, "metadata", "name")
 	createActor(t, ctx, a)
-	var kedaSays, msg string
-	syncingUntil(t, ctx, env.driver, name, time.Minute, "KEDA's verdict on the ScaledObject", func() error {
-		c := soCondition(t, ctx, scalingNS, name)
-		kedaSays, msg = str(c, "status"), str(c, "message")
-		if kedaSays == "" || kedaSays == "Unknown" {
-			return fmt.Errorf("Ready is %s", mustJSON(c))
-		}
-		return nil
-	})
-	syncingUntil(t, ctx, env.driver, name, 30*time.Second, "the actor's ScalingReady follows KEDA", func() error {
-		return want("ScalingReady", str(conditions(getActor(t, ctx, scalingNS, name))["ScalingReady"], "status"), kedaSays)
-	})
+	kedaSays, msg := scalingFollowsKEDA(t, ctx, scalingNS, name)
 	got := conditions(getActor(t, ctx, scalingNS, name))["ScalingReady"]
 	if kedaSays == "False" && !strings.Contains(str(got, "message"), firstSentence(msg)) {
 		t.Errorf("ScalingReady message %q, want KEDA's %q", str(got, "message"), msg)

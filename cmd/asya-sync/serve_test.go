@@ -21,14 +21,7 @@ func TestDrainServesThroughTheDelay(t *testing.T) {
 	s := newTestService(t, 1<<20)
 	broker := &heldBroker{arrived: make(chan struct{}), release: make(chan struct{})}
 	s.hooks.Transports = lookupOf{broker}
-	creds, err := newCredentials(credentialFiles{}, s.log, s.metrics.registry)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
+	creds, ln := plainListener(t, s)
 	base := "http://" + ln.Addr().String()
 	ctx, term := context.WithCancel(context.Background())
 	defer term()
@@ -97,14 +90,7 @@ func TestDrainServesThroughTheDelay(t *testing.T) {
 // as soon as it is told to stop.
 func TestNoDrainDelayClosesAtOnce(t *testing.T) {
 	s := newTestService(t, 1<<20)
-	creds, err := newCredentials(credentialFiles{}, s.log, s.metrics.registry)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
+	creds, ln := plainListener(t, s)
 	ctx, term := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() {
@@ -167,4 +153,19 @@ func (b *heldBroker) Ensure(context.Context, transport.Queue) error {
 
 func (b *heldBroker) Counts(context.Context, transport.Queue) (transport.Counts, error) {
 	return transport.Counts{}, nil
+}
+
+// plainListener is what run serves s with in these tests: no credentials,
+// and a listener on loopback.
+func plainListener(t *testing.T, s *server) (*credentials, net.Listener) {
+	t.Helper()
+	creds, err := newCredentials(credentialFiles{}, s.log, s.metrics.registry)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return creds, ln
 }

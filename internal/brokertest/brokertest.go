@@ -5,6 +5,7 @@ package brokertest
 
 import (
 	"fmt"
+	"sync"
 	"testing"
 
 	"github.com/asya-sh/asya-sync/transport"
@@ -26,4 +27,27 @@ func Count(p *int64) string {
 		return "-1"
 	}
 	return fmt.Sprint(*p)
+}
+
+// Calls records the calls a broker client makes, by name, from any
+// goroutine, for tests that count what an operation costs.
+type Calls struct {
+	mu    sync.Mutex
+	calls []string
+}
+
+// Add records one call.
+func (c *Calls) Add(name string) {
+	c.mu.Lock()
+	c.calls = append(c.calls, name)
+	c.mu.Unlock()
+}
+
+// Take returns the calls recorded since the last Take.
+func (c *Calls) Take() []string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	out := c.calls
+	c.calls = nil
+	return out
 }

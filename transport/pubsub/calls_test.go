@@ -4,35 +4,22 @@ import (
 	"context"
 	"path"
 	"slices"
-	"sync"
 	"testing"
 
 	"google.golang.org/api/option"
 	"google.golang.org/grpc"
 
+	"github.com/asya-sh/asya-sync/internal/brokertest"
 	"github.com/asya-sh/asya-sync/internal/testenv"
 	"github.com/asya-sh/asya-sync/transport"
 )
 
 // callLog records the RPCs a broker makes, by method name.
-type callLog struct {
-	mu    sync.Mutex
-	calls []string
-}
+type callLog struct{ brokertest.Calls }
 
 func (c *callLog) intercept(ctx context.Context, method string, req, reply any, cc *grpc.ClientConn, invoker grpc.UnaryInvoker, opts ...grpc.CallOption) error {
-	c.mu.Lock()
-	c.calls = append(c.calls, path.Base(method))
-	c.mu.Unlock()
+	c.Add(path.Base(method))
 	return invoker(ctx, method, req, reply, cc, opts...)
-}
-
-func (c *callLog) take() []string {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	out := c.calls
-	c.calls = nil
-	return out
 }
 
 // TestEnsureCalls measures what one Ensure and one Delete cost on
@@ -68,7 +55,7 @@ func TestEnsureCalls(t *testing.T) {
 		if _, held := transport.HeldBy(err); err != nil && !held {
 			t.Fatalf("%s: %v", step.what, err)
 		}
-		got := log.take()
+		got := log.Take()
 		t.Logf("%s: %v", step.what, got)
 		if !slices.Equal(got, step.want) {
 			t.Errorf("%s: calls %v, want %v", step.what, got, step.want)

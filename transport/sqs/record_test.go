@@ -5,13 +5,13 @@ import (
 	"net/http"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	awssqs "github.com/aws/aws-sdk-go-v2/service/sqs"
 
+	"github.com/asya-sh/asya-sync/internal/brokertest"
 	"github.com/asya-sh/asya-sync/internal/testenv"
 	"github.com/asya-sh/asya-sync/transport"
 )
@@ -96,25 +96,11 @@ func TestSQSAdoptsAnUnrecordedQueue(t *testing.T) {
 }
 
 // countingClient counts SQS's API calls by action.
-type countingClient struct {
-	mu    sync.Mutex
-	calls []string
-}
+type countingClient struct{ brokertest.Calls }
 
 func (c *countingClient) RoundTrip(req *http.Request) (*http.Response, error) {
-	action := strings.TrimPrefix(req.Header.Get("X-Amz-Target"), "AmazonSQS.")
-	c.mu.Lock()
-	c.calls = append(c.calls, action)
-	c.mu.Unlock()
+	c.Add(strings.TrimPrefix(req.Header.Get("X-Amz-Target"), "AmazonSQS."))
 	return http.DefaultTransport.RoundTrip(req)
-}
-
-func (c *countingClient) take() []string {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	out := c.calls
-	c.calls = nil
-	return out
 }
 
 // TestSQSEnsureCalls: what the owner record costs an Ensure, as
@@ -157,7 +143,7 @@ func TestSQSEnsureCalls(t *testing.T) {
 				if err != nil && !held {
 					t.Fatal(err)
 				}
-				calls := counter.take()
+				calls := counter.Take()
 				t.Logf("%s: %v", step.what, calls)
 				if n := count(calls, "ListQueueTags"); n != step.reads {
 					t.Errorf("%s: %d ListQueueTags, want %d (calls %v)", step.what, n, step.reads, calls)
