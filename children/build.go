@@ -14,16 +14,16 @@ type Object interface {
 
 // Build returns every desired child of the actor, in the order they are
 // best applied: identities and data before the workload that uses them,
-// the workload before what scales it. tmpl is PodTemplate(in).
-func Build(in Input, tmpl corev1.PodTemplateSpec) []Object {
+// the workload before what scales it. pods is PodsOf(in).
+func Build(in Input, pods Pods) []Object {
 	var objs []Object
 	if sa := ServiceAccount(in); sa != nil {
 		objs = append(objs, sa)
 	}
-	if cm := RuntimeConfigMap(in); cm != nil {
+	if cm := RuntimeConfigMap(in, pods); cm != nil {
 		objs = append(objs, cm)
 	}
-	objs = append(objs, Workload(in, tmpl))
+	objs = append(objs, Workload(in, pods))
 	if !in.Decided.ScalingActive {
 		return objs
 	}
@@ -38,7 +38,6 @@ func Build(in Input, tmpl corev1.PodTemplateSpec) []Object {
 
 // RuntimeConfigMap is the ConfigMap child that carries the pods' runtime,
 // or nil when the service's runtimeDelivery takes none.
-func RuntimeConfigMap(in Input) *corev1.ConfigMap {
-	rt, _ := Given(in)
-	return in.delivery().configMap(in, rt)
+func RuntimeConfigMap(in Input, pods Pods) *corev1.ConfigMap {
+	return in.delivery().configMap(in, pods.Runtime)
 }

@@ -60,9 +60,10 @@ func TestActorLabels(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			tmpl := PodTemplate(tc.in)
-			objs := []Object{RuntimeConfigMap(tc.in), ServiceAccount(tc.in), TriggerAuthentication(tc.in), ScaledObject(tc.in),
-				Deployment(tc.in, tmpl), StatefulSet(tc.in, tmpl)}
+			pods := PodsOf(tc.in)
+			tmpl := pods.Template
+			objs := []Object{RuntimeConfigMap(tc.in, pods), ServiceAccount(tc.in), TriggerAuthentication(tc.in), ScaledObject(tc.in),
+				Deployment(tc.in, pods), StatefulSet(tc.in, pods)}
 			for _, obj := range objs {
 				if diff := cmp.Diff(tc.children, obj.GetLabels()); diff != "" {
 					t.Errorf("%T labels (-want +got):\n%s", obj, diff)
@@ -71,7 +72,7 @@ func TestActorLabels(t *testing.T) {
 			if diff := cmp.Diff(tc.pod, tmpl.Labels); diff != "" {
 				t.Errorf("pod template labels (-want +got):\n%s", diff)
 			}
-			d := Deployment(tc.in, tmpl)
+			d := Deployment(tc.in, pods)
 			if diff := cmp.Diff(selector, d.Spec.Selector.MatchLabels); diff != "" {
 				t.Errorf("selector (-want +got):\n%s", diff)
 			}

@@ -85,10 +85,10 @@ func (in Input) runtimeUpdate() asyaruntime.Update {
 }
 
 // workloadAnnotations are ours on the workload itself.
-func (in Input) workloadAnnotations(tmpl corev1.PodTemplateSpec) map[string]string {
-	a := map[string]string{AnnotationTemplateHash: TemplateHash(tmpl)}
-	if _, pending := Given(in); pending != "" {
-		a[AnnotationRuntimePending] = pending
+func (in Input) workloadAnnotations(pods Pods) map[string]string {
+	a := map[string]string{AnnotationTemplateHash: TemplateHash(pods.Template)}
+	if pods.Pending != "" {
+		a[AnnotationRuntimePending] = pods.Pending
 	}
 	if in.Decided.Held != nil {
 		a[AnnotationQueueHeld] = heldValue(in.Decided.Held)

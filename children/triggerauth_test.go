@@ -127,14 +127,14 @@ func TestScalingTriggerAuthenticationMatchesWorkload(t *testing.T) {
 	t.Run("rabbitmq username", func(t *testing.T) {
 		in := withRuntimeContainer(scalingInput(rabbitMQTransport(nil), nil))
 		env := TriggerAuthentication(in).Spec.Env[0]
-		got := containerEnv(t, podSpecOf(t, Workload(in, PodTemplate(in))), env.ContainerName, env.Name)
+		got := containerEnv(t, podSpecOf(t, Workload(in, PodsOf(in))), env.ContainerName, env.Name)
 		if got != in.Transport.(*rabbitmq.Settings).Username {
 			t.Errorf("%s/%s = %q, want the configured username %q", env.ContainerName, env.Name, got, in.Transport.(*rabbitmq.Settings).Username)
 		}
 	})
 	t.Run("irsa service account", func(t *testing.T) {
 		in := withRuntimeContainer(scalingInput(sqsTransport(func(s *sqs.Settings) { s.ActorRoleArn = actorRole }), nil))
-		if got, want := podSpecOf(t, Workload(in, PodTemplate(in))).ServiceAccountName, ServiceAccount(in).Name; got != want {
+		if got, want := podSpecOf(t, Workload(in, PodsOf(in))).ServiceAccountName, ServiceAccount(in).Name; got != want {
 			t.Errorf("pods run as %q, want the annotated ServiceAccount %q", got, want)
 		}
 	})

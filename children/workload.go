@@ -17,27 +17,42 @@ import (
 // which script they run. Which one they are given: Given.
 const AnnotationRuntimeHash = "asya.sh/runtime-hash"
 
-// Workload returns the actor's Deployment or StatefulSet around its pod
-// template, PodTemplate(in), which the caller builds once: it checks it
+// Pods is what the actor's pods are given, worked out once per call: the
+// pod template, the runtime in it, and the current runtime's name while
+// the pods keep another (Given).
+type Pods struct {
+	Template corev1.PodTemplateSpec
+	Runtime  Runtime
+	Pending  string
+}
+
+// PodsOf works out the actor's pods.
+func PodsOf(in Input) Pods {
+	rt, pending := Given(in)
+	return Pods{Template: podTemplate(in, rt), Runtime: rt, Pending: pending}
+}
+
+// Workload returns the actor's Deployment or StatefulSet around its pods,
+// PodsOf(in), which the caller works out once: it checks their template
 // against Pod Security before building the rest.
-func Workload(in Input, tmpl corev1.PodTemplateSpec) Object {
+func Workload(in Input, pods Pods) Object {
 	if in.Actor.Spec.Workload.Kind == v1alpha1.KindStatefulSet {
-		return StatefulSet(in, tmpl)
+		return StatefulSet(in, pods)
 	}
-	return Deployment(in, tmpl)
+	return Deployment(in, pods)
 }
 
 // Deployment returns the actor's workload as a Deployment.
-func Deployment(in Input, tmpl corev1.PodTemplateSpec) *appsv1.Deployment {
+func Deployment(in Input, pods Pods) *appsv1.Deployment {
 	meta := in.objectMeta(in.Actor.Name)
-	meta.Annotations = in.workloadAnnotations(tmpl)
+	meta.Annotations = in.workloadAnnotations(pods)
 	return &appsv1.Deployment{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "apps/v1", Kind: v1alpha1.KindDeployment},
 		ObjectMeta: meta,
 		Spec: appsv1.DeploymentSpec{
 			Replicas: in.replicas(),
 			Selector: &metav1.LabelSelector{MatchLabels: in.selectorLabels()},
-			Template: tmpl,
+			Template: pods.Template,
 		},
 	}
 }
@@ -46,8 +61,8 @@ func Deployment(in Input, tmpl corev1.PodTemplateSpec) *appsv1.Deployment {
 // Deployment's metadata, replicas, selector and template, and a
 // serviceName, which names a headless Service the actor does not need but
 // older API servers require.
-func StatefulSet(in Input, tmpl corev1.PodTemplateSpec) *appsv1.StatefulSet {
-	d := Deployment(in, tmpl)
+func StatefulSet(in Input, pods Pods) *appsv1.StatefulSet {
+	d := Deployment(in, pods)
 	return &appsv1.StatefulSet{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "apps/v1", Kind: v1alpha1.KindStatefulSet},
 		ObjectMeta: d.ObjectMeta,
@@ -80,10 +95,7 @@ func (in Input) selectorLabels() map[string]string {
 // and our labels and annotation added. Its labels are, each over the one
 // before, the actor's that its generation copies, the template's, and the
 // selector's: no other label can change which pods the workload selects.
-func PodTemplate(in Input) corev1.PodTemplateSpec {
-	rt, _ := Given(in)
-	return podTemplate(in, rt)
-}
+func PodTemplate(in Input) corev1.PodTemplateSpec { return PodsOf(in).Template }
 
 // podTemplate is PodTemplate with the runtime rt.
 func podTemplate(in Input, rt Runtime) corev1.PodTemplateSpec {

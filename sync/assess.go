@@ -8,7 +8,6 @@ import (
 	"time"
 
 	kedav1alpha1 "github.com/kedacore/keda/v2/apis/keda/v1alpha1"
-	corev1 "k8s.io/api/core/v1"
 
 	"github.com/asya-sh/asya-sync/api/hook"
 	"github.com/asya-sh/asya-sync/api/v1alpha1"
@@ -43,10 +42,11 @@ type assessment struct {
 	// scalingActive: KEDA owns the replica count; the children and the
 	// status both follow this one verdict.
 	scalingActive bool
-	// build is what the children are built from, and template their pod
-	// template, built once for the Pod Security check and the workload.
+	// build is what the children are built from, and given what their
+	// pods are given, worked out once for the Pod Security check and the
+	// workload.
 	build      children.Input
-	template   corev1.PodTemplateSpec
+	given      children.Pods
 	queue      status.QueueState
 	retryAfter time.Duration
 	// unwatched: what Metacontroller does not send, by configuration.
@@ -80,7 +80,7 @@ func (h *Handler) plan(a *assessment) {
 	a.scalingActive = a.actor.Spec.Scaling.On() && !a.kedaMissing() && !a.standby
 	if a.valid() {
 		a.build = h.childrenInput(a)
-		a.template = children.PodTemplate(a.build)
+		a.given = children.PodsOf(a.build)
 		a.checkPodSecurity()
 	}
 }
@@ -242,7 +242,7 @@ func (a *assessment) children() ([]map[string]any, error) {
 // would change (two entries of a list sharing their merge key) or KEDA's
 // webhook would refuse is added to the problems: the spec is then invalid.
 func (a *assessment) built() ([]map[string]any, error) {
-	objs := children.Build(a.build, a.template)
+	objs := children.Build(a.build, a.given)
 	out := make([]map[string]any, 0, len(objs))
 	for _, obj := range objs {
 		m, err := hook.Child(obj)

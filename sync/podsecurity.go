@@ -77,14 +77,14 @@ func refusedParts(level psaapi.LevelVersion, tmpl corev1.PodTemplateSpec) []stri
 }
 
 // checkPodSecurity adds the namespace's Pod Security verdict on the pods
-// the actor would get (a.template). Without the Namespace (not asked for,
+// the actor would get (a.given.Template). Without the Namespace (not asked for,
 // or not visible) nothing is said.
 func (a *assessment) checkPodSecurity() {
 	ns := hook.Get(a.req.Related.Namespaces, a.actor.Namespace)
 	if ns == nil {
 		return
 	}
-	a.problems = append(a.problems, podSecurityProblems(ns.Typed(), a.template, a.actor.Spec)...)
+	a.problems = append(a.problems, podSecurityProblems(ns.Typed(), a.given.Template, a.actor.Spec)...)
 }
 
 // enforcesRestricted reports whether the actor's namespace enforces Pod
