@@ -61,11 +61,11 @@ var (
 // ShapeOf tells the generation of a spec from its fields, and refuses a
 // spec that mixes the two shapes, naming the fields of each.
 func ShapeOf(spec json.RawMessage) (Generation, error) {
-	var top map[string]any
+	var top map[string]json.RawMessage
 	if err := json.Unmarshal(spec, &top); err != nil {
 		return Nested, err
 	}
-	scaling, _ := top["scaling"].(map[string]any) // a bad scaling fails the decode itself
+	scaling := object(top["scaling"]) // a bad scaling fails the decode itself
 	nested := append(present(top, nestedFields, ""), present(scaling, nestedScaling, "scaling.")...)
 	flat := append(present(top, flatFields, ""), present(scaling, flatScaling, "scaling.")...)
 	switch {
@@ -79,7 +79,7 @@ func ShapeOf(spec json.RawMessage) (Generation, error) {
 }
 
 // present are the paths of names that m has, sorted, each after prefix.
-func present(m map[string]any, names []string, prefix string) []string {
+func present(m map[string]json.RawMessage, names []string, prefix string) []string {
 	var out []string
 	for _, n := range names {
 		if has(m, n) {
@@ -91,17 +91,28 @@ func present(m map[string]any, names []string, prefix string) []string {
 }
 
 // has reports whether m has the field at path ("advanced.triggers"), as
-// CEL's has() does: every object on the way must be there.
-func has(m map[string]any, path string) bool {
+// CEL's has() does: every object on the way must be there. Only the
+// objects on the way are decoded, one level at a time, so that a spec's
+// lists and values are never built.
+func has(m map[string]json.RawMessage, path string) bool {
 	for {
 		head, rest, deeper := strings.Cut(path, ".")
 		v, ok := m[head]
 		if !ok || !deeper {
 			return ok
 		}
-		if m, ok = v.(map[string]any); !ok {
+		if m = object(v); m == nil {
 			return false
 		}
 		path = rest
 	}
+}
+
+// object is raw decoded one level deep, or nil when it is not an object.
+func object(raw json.RawMessage) map[string]json.RawMessage {
+	var m map[string]json.RawMessage
+	if json.Unmarshal(raw, &m) != nil {
+		return nil
+	}
+	return m
 }
