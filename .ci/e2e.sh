@@ -188,10 +188,16 @@ gen_manifests() {
 }
 
 # write_generated: regenerate manifests/ and chart/crds from their sources.
+# ENVCONFIG_CRD: the EnvironmentConfig CRD flavors are written as, hand-written
+# in chart/crds/ and copied beside the plain manifests (not into
+# manifests/crd/, which users apply over whatever is there).
+ENVCONFIG_CRD=apiextensions.crossplane.io_environmentconfigs.yaml
+
 write_generated() {
   gen_manifests manifests
   mkdir -p chart/crds
   cp manifests/crd/asya.sh_asyncactors.yaml chart/crds/asya.sh_asyncactors.yaml
+  cp chart/crds/$ENVCONFIG_CRD manifests/$ENVCONFIG_CRD
   log "regenerated manifests/ and chart/crds/"
 }
 
@@ -206,6 +212,10 @@ check_generated() {
       failed=1
     fi
   done
+  if ! diff -u chart/crds/$ENVCONFIG_CRD manifests/$ENVCONFIG_CRD; then
+    echo "manifests/$ENVCONFIG_CRD differs from chart/crds/: run .ci/e2e.sh manifests" >&2
+    failed=1
+  fi
   if ! diff -u chart/crds/asya.sh_asyncactors.yaml "$tmp/crd/asya.sh_asyncactors.yaml"; then
     echo "chart/crds/asya.sh_asyncactors.yaml is stale: run .ci/e2e.sh manifests" >&2
     failed=1

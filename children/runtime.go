@@ -36,6 +36,7 @@ func (in Input) wireRuntime(c *corev1.Container) {
 	c.Env = in.generation().runtimeEnv(in, c.Env)
 	c.VolumeMounts = addMounts(c.VolumeMounts, append(sharedMounts(),
 		corev1.VolumeMount{Name: volumeRuntime, MountPath: RuntimeScriptPath, SubPath: RuntimeScriptKey, ReadOnly: true}))
+	in.wireStateProxies(c)
 	if c.StartupProbe == nil {
 		c.StartupProbe = readyProbe(2, 150)
 	}

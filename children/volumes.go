@@ -21,7 +21,7 @@ const (
 // ReservedVolumes may not be defined by the user: the runtime and the
 // sidecar depend on what they hold. "tmp" is not reserved: a user's tmp
 // volume (say, a bigger one) is used in place of ours.
-var ReservedVolumes = []string{volumeSocket, volumeRuntime, volumeTransport}
+var ReservedVolumes = []string{volumeSocket, volumeRuntime, volumeTransport, volumeStateSockets}
 
 func (in Input) volumes() []corev1.Volume {
 	volumes := []corev1.Volume{
@@ -32,7 +32,7 @@ func (in Input) volumes() []corev1.Volume {
 	if source, _ := in.transportFiles(); source != nil {
 		volumes = append(volumes, corev1.Volume{Name: volumeTransport, VolumeSource: *source})
 	}
-	return volumes
+	return append(volumes, in.stateSocketsVolume()...)
 }
 
 // transportFiles is the volume the transport's sidecar reads files from,

@@ -106,7 +106,7 @@ func podTemplate(in Input, rt Runtime) corev1.PodTemplateSpec {
 			in.wireRuntime(&spec.Containers[i])
 		}
 	}
-	spec.Containers = append(spec.Containers, in.sidecar())
+	spec.Containers = append(append(spec.Containers, in.sidecar()), in.connectors()...)
 	spec.Volumes = addVolumes(spec.Volumes, in.volumes())
 	spec.TerminationGracePeriodSeconds = ptr.To(*in.Actor.Spec.Timeout.GracefulShutdown)
 	spec.SecurityContext = withDefaultSeccomp(spec.SecurityContext, spec.OS)

@@ -185,7 +185,7 @@ func TestUninstallGracePeriods(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			parent := `{"apiVersion":"asya.sh/v1alpha1","kind":"AsyncActor","metadata":{"name":"a","namespace":"ns"},"spec":` + tc.spec + `}`
-			actor, specErr, err := hook.DecodeParent([]byte(parent))
+			actor, specErr, err := hook.DecodeParent([]byte(parent), nil)
 			switch {
 			case err != nil:
 				t.Fatal(err)

@@ -44,11 +44,11 @@ func TestFlatRetryDefaultsAtAdmission(t *testing.T) {
 			if err != nil || code != 201 {
 				t.Fatalf("dry-run create: %d %v %s", code, err, firstLine(admitted))
 			}
-			byServer, specErr, err := hook.DecodeParent(admitted)
+			byServer, specErr, err := hook.DecodeParent(admitted, nil)
 			if err != nil || specErr != nil {
 				t.Fatalf("decode the admitted actor: %v %v", err, specErr)
 			}
-			byHook, specErr, err := hook.DecodeParent(body)
+			byHook, specErr, err := hook.DecodeParent(body, nil)
 			if err != nil || specErr != nil {
 				t.Fatalf("decode the actor as written: %v %v", err, specErr)
 			}

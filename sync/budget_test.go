@@ -96,7 +96,7 @@ func budgetActor(t *testing.T, spec string) *v1alpha1.AsyncActor {
 		map[string]any{"name": "asya-runtime", "image": "acme/echo:1"}}}}
 	raw, _ := json.Marshal(map[string]any{"apiVersion": "asya.sh/v1alpha1", "kind": "AsyncActor",
 		"metadata": map[string]any{"name": "echo", "namespace": "ml", "uid": "1"}, "spec": s})
-	actor, specErr, err := hook.DecodeParent(raw)
+	actor, specErr, err := hook.DecodeParent(raw, nil)
 	if err != nil || specErr != nil {
 		t.Fatalf("%s: %v %v", spec, err, specErr)
 	}

@@ -3,6 +3,7 @@ package sync
 import (
 	"slices"
 
+	"github.com/asya-sh/asya-sync/api/flavor"
 	"github.com/asya-sh/asya-sync/api/hook"
 	"github.com/asya-sh/asya-sync/api/v1alpha1"
 	"github.com/asya-sh/asya-sync/children"
@@ -14,7 +15,9 @@ import (
 // transport references (so that a missing one shows in status before any
 // pod fails on it), the actors of the same name in every namespace, which
 // claim the same queue, and the actor's Namespace, whose Pod Security
-// level the pods must pass.
+// level the pods must pass, and the flavors its spec names (cluster-scoped
+// EnvironmentConfigs, by name), which the sync merges into the spec; a
+// change to one resyncs its actors.
 //
 // Every rule costs Metacontroller a watch of that resource in the whole
 // cluster and, on each event of it anywhere, a pass over every actor
@@ -47,6 +50,9 @@ func (h *Handler) Customize(req *hook.CustomizeRequest) *hook.CustomizeResponse 
 		rules = append(rules, hook.RelatedResourceRule{APIVersion: "v1", Resource: "secrets", Namespace: ns, Names: names})
 	}
 	rules = append(rules, hook.RelatedResourceRule{APIVersion: "v1", Resource: "namespaces", Names: []string{ns}})
+	if names := actor.Spec.Flavors; len(names) > 0 {
+		rules = append(rules, hook.RelatedResourceRule{APIVersion: flavor.APIVersion, Resource: flavor.Resource, Names: names})
+	}
 	return &hook.CustomizeResponse{RelatedResources: rules}
 }
 

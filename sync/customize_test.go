@@ -6,6 +6,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/asya-sh/asya-sync/api/flavor"
 	"github.com/asya-sh/asya-sync/api/hook"
 	"github.com/asya-sh/asya-sync/config"
 )
@@ -40,5 +41,26 @@ func TestCustomizeFollowsWatch(t *testing.T) {
 				t.Errorf("the status is told %+v is unwatched, but customize asks for %v", u, got)
 			}
 		})
+	}
+}
+
+// TestCustomizeAsksForFlavors: the flavors an actor names, by name and in
+// no namespace (EnvironmentConfigs are cluster-scoped); none for an actor
+// that names none, which costs Metacontroller no watch.
+func TestCustomizeAsksForFlavors(t *testing.T) {
+	h := budgetHandler(t, "{}")
+	actor := budgetActor(t, budgetActors[0])
+	for _, r := range h.Customize(&hook.CustomizeRequest{Actor: actor}).RelatedResources {
+		if r.Resource == flavor.Resource {
+			t.Fatalf("an actor without flavors asks for %+v", r)
+		}
+	}
+	actor.Spec.Flavors = []string{"gpu", "s3"}
+	rules := h.Customize(&hook.CustomizeRequest{Actor: actor}).RelatedResources
+	want := hook.RelatedResourceRule{APIVersion: "apiextensions.crossplane.io/v1beta1", Resource: "environmentconfigs", Names: []string{"gpu", "s3"}}
+	if i := slices.IndexFunc(rules, func(r hook.RelatedResourceRule) bool { return r.Resource == flavor.Resource }); i < 0 {
+		t.Fatalf("no rule for the flavors in %+v", rules)
+	} else if diff := cmp.Diff(want, rules[i]); diff != "" {
+		t.Errorf("flavors rule (-want +got):\n%s", diff)
 	}
 }

@@ -126,7 +126,7 @@ func withSpec(t *testing.T, req *hook.SyncRequest, spec string) {
 		t.Fatal(err)
 	}
 	req.Parent = raw
-	if req.Actor, req.SpecError, err = hook.DecodeParent(raw); err != nil {
+	if req.Actor, req.SpecError, err = hook.DecodeParent(raw, nil); err != nil {
 		t.Fatal(err)
 	}
 	if req.SpecError != nil {

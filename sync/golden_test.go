@@ -186,7 +186,7 @@ func withStatus(t *testing.T, req *hook.SyncRequest, status any) {
 		t.Fatal(err)
 	}
 	req.Parent = parent
-	if req.Actor, req.SpecError, err = hook.DecodeParent(parent); err != nil {
+	if req.Actor, req.SpecError, err = hook.DecodeParent(parent, req.Related.FoundFlavors()); err != nil {
 		t.Fatal(err)
 	}
 }

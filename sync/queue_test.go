@@ -26,7 +26,7 @@ func actorRequest(t *testing.T, name string) *hook.SyncRequest {
 	req, _ := loadCase(t, filepath.Join(casesDir, "minimal"))
 	actor, specErr, err := hook.DecodeParent([]byte(fmt.Sprintf(`{"apiVersion":"asya.sh/v1alpha1","kind":"AsyncActor",
 "metadata":{"name":%q,"namespace":"default","generation":1},
-"spec":{"transport":"rabbitmq","workload":{"template":{"spec":{"containers":[{"name":"asya-runtime","image":"python:3.12"}]}}}}}`, name)))
+"spec":{"transport":"rabbitmq","workload":{"template":{"spec":{"containers":[{"name":"asya-runtime","image":"python:3.12"}]}}}}}`, name)), nil)
 	if err != nil || specErr != nil {
 		t.Fatal(err, specErr)
 	}

@@ -10,6 +10,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/asya-sh/asya-sync/api/v1alpha1"
+	"github.com/asya-sh/asya-sync/children"
 	"github.com/asya-sh/asya-sync/config"
 )
 
@@ -19,14 +20,6 @@ func (flat) validate(_ string, spec v1alpha1.AsyncActorSpec, _ config.Transport)
 	c := spec.CurrentSpec
 	var problems []string
 	add := func(format string, args ...any) { problems = append(problems, fmt.Sprintf(format, args...)) }
-	if len(c.Flavors) > 0 {
-		add("spec.flavors: %s: flavors are Crossplane EnvironmentConfigs, which asya-sync cannot merge; "+
-			"write their fields into the actor and remove flavors", strings.Join(c.Flavors, ", "))
-	}
-	if len(c.StateProxy) > 0 {
-		add("spec.stateProxy: asya-sync's runtime has no state proxy layer (ASYA_STATE_PROXY_MOUNTS); " +
-			"remove stateProxy, or keep the actor on upstream's installation")
-	}
 	if !isDNSLabel(c.Actor) {
 		add("spec.actor: %q must be a DNS label (lower-case letters, digits and '-', at most 63)", c.Actor)
 	}
@@ -38,6 +31,7 @@ func (flat) validate(_ string, spec v1alpha1.AsyncActorSpec, _ config.Transport)
 	problems = append(problems, reservedNames("spec.sidecars", lists.Sidecars)...)
 	problems = append(problems, reservedVolumes("spec.volumes", lists.Volumes)...)
 	problems = append(problems, validateResiliency(c.Resiliency)...)
+	problems = append(problems, validateStateProxies(c.StateProxy)...)
 	s := spec.Scaling
 	if *s.MinReplicas > *s.MaxReplicas {
 		add("spec.scaling.minReplicaCount: %d exceeds maxReplicaCount %d", *s.MinReplicas, *s.MaxReplicas)
@@ -148,4 +142,40 @@ func isDNSLabel(s string) bool {
 		}
 	}
 	return true
+}
+
+// maxStateProxyName keeps asya-state-proxy-<name> a container name.
+const maxStateProxyName = 63 - len(children.StateProxyPrefix)
+
+// validateStateProxies checks what the CRD checks at admission, since a
+// flavor's stateProxy comes from an EnvironmentConfig no schema checked,
+// and what the pod needs: one container and one mount per name and path.
+func validateStateProxies(proxies []v1alpha1.StateProxy) []string {
+	var problems []string
+	add := func(i int, format string, args ...any) {
+		problems = append(problems, fmt.Sprintf("spec.stateProxy[%d].", i)+fmt.Sprintf(format, args...))
+	}
+	names, paths := map[string]bool{}, map[string]bool{}
+	for i, p := range proxies {
+		switch {
+		case !isDNSLabel(p.Name) || len(p.Name) > maxStateProxyName:
+			add(i, "name: %q must be a DNS label of at most %d characters: its container is %s<name>", p.Name, maxStateProxyName, children.StateProxyPrefix)
+		case names[p.Name]:
+			add(i, "name: %q is also an earlier entry's", p.Name)
+		}
+		switch path := p.Mount.Path; {
+		case !strings.HasPrefix(path, "/") || strings.ContainsAny(path, ":;"):
+			add(i, "mount.path: %q must be an absolute path without ':' or ';'", path)
+		case paths[path]:
+			add(i, "mount.path: %q is also an earlier entry's", path)
+		}
+		names[p.Name], paths[p.Mount.Path] = true, true
+		if p.WriteMode != "" && p.WriteMode != "buffered" && p.WriteMode != "passthrough" {
+			add(i, "writeMode: %q must be buffered or passthrough", p.WriteMode)
+		}
+		if p.Connector.Image == "" {
+			add(i, "connector.image: required")
+		}
+	}
+	return problems
 }

@@ -151,3 +151,41 @@ func TestValidateNameReservesCatchingQueues(t *testing.T) {
 		})
 	}
 }
+
+func TestValidateStateProxies(t *testing.T) {
+	proxy := func(name, path, mode, image string) v1alpha1.StateProxy {
+		return v1alpha1.StateProxy{Name: name, Mount: v1alpha1.StateProxyPath{Path: path}, WriteMode: mode,
+			Connector: v1alpha1.StateProxyConnector{Image: image}}
+	}
+	for _, tt := range []struct {
+		name    string
+		proxies []v1alpha1.StateProxy
+		want    []string
+	}{
+		{"two good ones", []v1alpha1.StateProxy{proxy("a", "/state/a", "", "c:1"), proxy("b", "/state/b", "passthrough", "c:1")}, nil},
+		{"a name too long for its container", []v1alpha1.StateProxy{proxy(strings.Repeat("n", 47), "/s", "", "c")},
+			[]string{"spec.stateProxy[0].name: \"nnn"}},
+		{"the longest name", []v1alpha1.StateProxy{proxy(strings.Repeat("n", 46), "/s", "", "c")}, nil},
+		{"not a DNS label", []v1alpha1.StateProxy{proxy("Cache", "/s", "", "c")}, []string{"spec.stateProxy[0].name"}},
+		{"a name twice", []v1alpha1.StateProxy{proxy("a", "/x", "", "c"), proxy("a", "/y", "", "c")},
+			[]string{"spec.stateProxy[1].name: \"a\" is also an earlier entry's"}},
+		{"a path twice", []v1alpha1.StateProxy{proxy("a", "/x", "", "c"), proxy("b", "/x", "", "c")},
+			[]string{"spec.stateProxy[1].mount.path: \"/x\" is also"}},
+		{"a relative path", []v1alpha1.StateProxy{proxy("a", "state", "", "c")}, []string{"mount.path: \"state\" must be an absolute path"}},
+		{"a path that breaks the mounts list", []v1alpha1.StateProxy{proxy("a", "/a;b", "", "c")}, []string{"without ':' or ';'"}},
+		{"an unknown write mode", []v1alpha1.StateProxy{proxy("a", "/a", "async", "c")}, []string{"writeMode: \"async\""}},
+		{"no image", []v1alpha1.StateProxy{proxy("a", "/a", "", "")}, []string{"spec.stateProxy[0].connector.image: required"}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			got := validateStateProxies(tt.proxies)
+			if len(got) != len(tt.want) {
+				t.Fatalf("problems = %q, want %d matching %q", got, len(tt.want), tt.want)
+			}
+			for i := range got {
+				if !strings.Contains(got[i], tt.want[i]) {
+					t.Errorf("problem %d = %q, want it to contain %q", i, got[i], tt.want[i])
+				}
+			}
+		})
+	}
+}

@@ -90,7 +90,7 @@ func DecodeCustomizeRequest(body []byte) (*CustomizeRequest, error) {
 	if err := decodeObject(body, &req); err != nil {
 		return nil, err
 	}
-	actor, _, err := DecodeParent(req.Parent)
+	actor, _, err := DecodeParent(req.Parent, nil)
 	if err != nil {
 		return nil, err
 	}

@@ -12,6 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/asya-sh/asya-sync/api/flavor"
 	"github.com/asya-sh/asya-sync/api/v1alpha1"
 )
 
@@ -54,6 +55,8 @@ type ObservedRelated struct {
 	// AsyncActors are the actors that may claim the parent's queue: of its
 	// name in every namespace, or of its namespace (customize).
 	AsyncActors ActorGroup `json:"AsyncActor.asya.sh/v1alpha1"`
+	// Flavors are the EnvironmentConfigs the actor's spec.flavors name.
+	Flavors Group[EnvironmentConfig] `json:"EnvironmentConfig.apiextensions.crossplane.io/v1beta1"`
 }
 
 // ActorGroup is the related actors.
@@ -258,6 +261,23 @@ func (n *Namespace) Typed() *corev1.Namespace {
 	return &corev1.Namespace{ObjectMeta: meta}
 }
 
+// EnvironmentConfig is a flavor: a partial actor spec (api/flavor).
+type EnvironmentConfig struct {
+	Object
+	Data json.RawMessage `json:"data"`
+}
+
+// FoundFlavors are the flavors sent, by name: none when none was.
+func (r ObservedRelated) FoundFlavors() flavor.Found {
+	out := flavor.Found{}
+	for _, c := range r.Flavors {
+		if c != nil {
+			out[c.Metadata.Name] = c.Data
+		}
+	}
+	return out
+}
+
 type viewer interface{ meta() *ObjectMeta }
 
 // Group is one group of observed objects, keyed by name (hook v1) or
@@ -305,7 +325,7 @@ func DecodeSyncRequest(body []byte) (*SyncRequest, error) {
 	if err := decodeObject(body, req); err != nil {
 		return nil, err
 	}
-	actor, specErr, err := DecodeParent(req.Parent)
+	actor, specErr, err := DecodeParent(req.Parent, req.Related.FoundFlavors())
 	if err != nil {
 		return nil, err
 	}

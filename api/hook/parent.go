@@ -7,6 +7,8 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/asya-sh/asya-sync/api/flavor"
+
 	"github.com/asya-sh/asya-sync/api/v1alpha1"
 )
 
@@ -21,12 +23,14 @@ type parentShell struct {
 }
 
 // DecodeParent is the one decode step of an AsyncActor, for every hook
-// and for render. err means the parent cannot be answered at all: it is
+// and for render. The flavors the spec names are merged into it from
+// found (api/flavor); a nil found merges none, for the customize hook,
+// which reads only the flavors' names. err means the parent cannot be answered at all: it is
 // missing, not an AsyncActor, unnamed, or its metadata or status do not
 // decode. Otherwise actor is set, with its spec defaulted, and specErr says
 // whether the spec decoded: a spec that does not is a problem of the actor,
 // reported in its status, not of the request.
-func DecodeParent(raw json.RawMessage) (actor *v1alpha1.AsyncActor, specErr, err error) {
+func DecodeParent(raw json.RawMessage, found flavor.Found) (actor *v1alpha1.AsyncActor, specErr, err error) {
 	if len(raw) == 0 || string(raw) == "null" {
 		return nil, nil, errors.New("request has no parent")
 	}
@@ -42,19 +46,32 @@ func DecodeParent(raw json.RawMessage) (actor *v1alpha1.AsyncActor, specErr, err
 		return nil, nil, errors.New("parent has no metadata.name")
 	}
 	actor = &v1alpha1.AsyncActor{TypeMeta: shell.TypeMeta, ObjectMeta: shell.ObjectMeta, Status: shell.Status}
-	specErr = decodeSpec(shell.Spec, &actor.Spec)
+	specErr = decodeSpec(shell.Spec, found, &actor.Spec)
 	actor.Spec = actor.Spec.WithDefaults()
 	return actor, specErr, nil
 }
 
-func decodeSpec(raw json.RawMessage, spec *v1alpha1.AsyncActorSpec) error {
+func decodeSpec(raw json.RawMessage, found flavor.Found, spec *v1alpha1.AsyncActorSpec) error {
 	if len(raw) == 0 || string(raw) == "null" {
 		return errors.New("spec: required")
 	}
+	var flavorErr error
+	if found != nil {
+		// A flavor that does not merge leaves the actor's own spec, so that
+		// the actor is still known for what it is while its status says why.
+		if merged, err := flavor.Apply(raw, found, v1alpha1.FlatFields()); err != nil {
+			flavorErr = err
+		} else {
+			raw = merged
+		}
+	}
 	gen, shapeErr := v1alpha1.ShapeOf(raw)
 	if err := json.Unmarshal(raw, spec); err != nil {
-		return fmt.Errorf("spec: %w", err)
+		if len(flavor.Names(raw)) > 0 && flavorErr == nil {
+			return fmt.Errorf("spec, with its flavors merged: %w", err)
+		}
+		return errors.Join(flavorErr, fmt.Errorf("spec: %w", err))
 	}
 	spec.AsyaGeneration = gen
-	return shapeErr
+	return errors.Join(flavorErr, shapeErr)
 }

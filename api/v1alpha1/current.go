@@ -24,10 +24,13 @@ type CurrentSpec struct {
 	// +kubebuilder:validation:Pattern=`^[a-z0-9]([a-z0-9-]*[a-z0-9])?$`
 	// +optional
 	Actor string `json:"actor,omitempty"`
-	// Flavors name Crossplane EnvironmentConfigs that upstream merges into
-	// the spec. asya-sync runs without Crossplane and cannot honour them:
-	// an actor that names any is refused in its status.
+	// Flavors name EnvironmentConfigs (apiextensions.crossplane.io/v1beta1,
+	// cluster-scoped) whose data, a partial spec, is merged into this one
+	// in order, as upstream's flavor function merges it; the actor's own
+	// fields win. A flavor that is missing or does not merge is named in
+	// the status, and the running workload is kept.
 	// +kubebuilder:validation:MaxItems=8
+	// +kubebuilder:validation:items:MinLength=3
 	// +optional
 	Flavors []string `json:"flavors,omitempty"`
 	// Image is the runtime container's image: Python with the handler's
@@ -91,8 +94,9 @@ type CurrentSpec struct {
 	// SecretRefs put Secret keys into the runtime's environment.
 	// +optional
 	SecretRefs []SecretRef `json:"secretRefs,omitempty"`
-	// StateProxy adds a state proxy container per entry, mounted into the
-	// runtime at mount.path.
+	// StateProxy adds a connector container per entry, which serves the
+	// runtime's file I/O under mount.path (ASYA_STATE_PROXY_MOUNTS) over a
+	// socket in a volume the two share.
 	// +optional
 	StateProxy []StateProxy `json:"stateProxy,omitempty"`
 }

@@ -58,6 +58,9 @@ var (
 		"advanced.restoreToOriginalReplicaCount"}
 )
 
+// FlatFields are the fields at the top of a flat spec.
+func FlatFields() []string { return append(slices.Clone(flatFields), sharedFields...) }
+
 // ShapeOf tells the generation of a spec from its fields, and refuses a
 // spec that mixes the two shapes, naming the fields of each.
 func ShapeOf(spec json.RawMessage) (Generation, error) {

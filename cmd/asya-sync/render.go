@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"bytes"
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -14,6 +15,7 @@ import (
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"sigs.k8s.io/yaml"
 
+	"github.com/asya-sh/asya-sync/api/flavor"
 	"github.com/asya-sh/asya-sync/api/hook"
 	"github.com/asya-sh/asya-sync/api/v1alpha1"
 	"github.com/asya-sh/asya-sync/config"
@@ -40,7 +42,8 @@ func runRender(args []string, out, stderr io.Writer) error {
 		fmt.Fprint(fs.Output(), `Usage: asya-sync render -f ACTOR.yaml [--config FILE]
 
 Writes the children a sync would return for each actor, as a YAML stream,
-touching no broker. Without --config (or $ASYA_SYNC_CONFIG) the service
+touching no broker. The stream's EnvironmentConfigs are the flavors its
+actors' spec.flavors name. Without --config (or $ASYA_SYNC_CONFIG) the service
 configuration is one RabbitMQ transport named "rabbitmq" on 127.0.0.1 with
 the user guest; actors naming another transport need a --config.
 
@@ -109,28 +112,22 @@ func render(h *hooksync.Handler, actors []*v1alpha1.AsyncActor, out io.Writer) e
 	return err
 }
 
-// readActors reads every AsyncActor document of a YAML stream strictly.
+// readActors reads every AsyncActor document of a YAML stream strictly,
+// merging in the flavors (EnvironmentConfigs) the stream holds.
 func readActors(path string) ([]*v1alpha1.AsyncActor, error) {
 	data, err := readInput(path)
 	if err != nil {
 		return nil, err
 	}
-	reader := utilyaml.NewYAMLReader(bufio.NewReader(bytes.NewReader(data)))
+	docs, flavors, err := splitStream(path, data)
+	if err != nil {
+		return nil, err
+	}
 	var actors []*v1alpha1.AsyncActor
-	for i := 1; ; i++ {
-		doc, err := reader.Read()
-		if err == io.EOF {
-			break
-		}
+	for _, d := range docs {
+		actor, err := decodeActor(d.data, flavors)
 		if err != nil {
-			return nil, fmt.Errorf("%s: document %d: %w", path, i, err)
-		}
-		if len(bytes.TrimSpace(doc)) == 0 || !isActor(doc) {
-			continue
-		}
-		actor, err := decodeActor(doc)
-		if err != nil {
-			return nil, fmt.Errorf("%s: document %d: %w", path, i, err)
+			return nil, fmt.Errorf("%s: document %d: %w", path, d.index, err)
 		}
 		actors = append(actors, actor)
 	}
@@ -138,6 +135,46 @@ func readActors(path string) ([]*v1alpha1.AsyncActor, error) {
 		return nil, fmt.Errorf("%s: no AsyncActor documents", path)
 	}
 	return actors, nil
+}
+
+type document struct {
+	index int
+	data  []byte
+}
+
+// splitStream returns a stream's actor documents and its flavors.
+func splitStream(path string, data []byte) ([]document, flavor.Found, error) {
+	reader := utilyaml.NewYAMLReader(bufio.NewReader(bytes.NewReader(data)))
+	var docs []document
+	flavors := flavor.Found{}
+	for i := 1; ; i++ {
+		doc, err := reader.Read()
+		if err == io.EOF {
+			return docs, flavors, nil
+		}
+		if err != nil {
+			return nil, nil, fmt.Errorf("%s: document %d: %w", path, i, err)
+		}
+		switch {
+		case len(bytes.TrimSpace(doc)) == 0:
+		case isFlavor(doc):
+			var ec struct {
+				Metadata metav1.ObjectMeta `json:"metadata"`
+				Data     json.RawMessage   `json:"data"`
+			}
+			if err := yaml.Unmarshal(doc, &ec); err != nil {
+				return nil, nil, fmt.Errorf("%s: document %d: %w", path, i, err)
+			}
+			flavors[ec.Metadata.Name] = ec.Data
+		case isActor(doc):
+			docs = append(docs, document{i, doc})
+		}
+	}
+}
+
+func isFlavor(doc []byte) bool {
+	var tm metav1.TypeMeta
+	return yaml.Unmarshal(doc, &tm) == nil && tm.Kind == flavor.Kind && tm.APIVersion == flavor.APIVersion
 }
 
 // isActor: a manifest stream applied with kubectl often carries other
@@ -151,8 +188,8 @@ func isActor(doc []byte) bool {
 
 // decodeActor reads an actor a person wrote: a misspelled field is an
 // error, not ignored. The checked document then goes through the hooks'
-// own decode step.
-func decodeActor(doc []byte) (*v1alpha1.AsyncActor, error) {
+// own decode step, with the flavors the stream holds.
+func decodeActor(doc []byte, flavors flavor.Found) (*v1alpha1.AsyncActor, error) {
 	if err := yaml.UnmarshalStrict(doc, &v1alpha1.AsyncActor{}); err != nil {
 		return nil, err
 	}
@@ -160,7 +197,7 @@ func decodeActor(doc []byte) (*v1alpha1.AsyncActor, error) {
 	if err != nil {
 		return nil, err
 	}
-	actor, specErr, err := hook.DecodeParent(raw)
+	actor, specErr, err := hook.DecodeParent(raw, flavors)
 	if err = errors.Join(err, specErr); err != nil {
 		return nil, err
 	}

@@ -58,6 +58,33 @@ spec:
 	golden.Bytes(t, "testdata/render-stream.yaml", out.Bytes())
 }
 
+// TestRenderFlavors: the stream's EnvironmentConfigs are merged into the
+// actors that name them.
+func TestRenderFlavors(t *testing.T) {
+	stream := `apiVersion: apiextensions.crossplane.io/v1beta1
+kind: EnvironmentConfig
+metadata: {name: gpu}
+data:
+  nodeSelector: {accelerator: l4}
+  env: [{name: A, value: "1"}]
+---
+apiVersion: asya.sh/v1alpha1
+kind: AsyncActor
+metadata: {name: a}
+spec: {actor: a, image: x, handler: h.f, flavors: [gpu]}
+`
+	var out bytes.Buffer
+	path := writeFile(t, t.TempDir(), "actors.yaml", stream)
+	if err := runRender([]string{"-f", path, "--config", "../../examples/config.yaml"}, &out, io.Discard); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"accelerator: l4", "name: A\n"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("render output lacks the flavor's %q:\n%s", want, out.String())
+		}
+	}
+}
+
 // TestRenderEveryExample: every example renders with the repository's
 // service configuration, examples/config.yaml, as `make run` does.
 func TestRenderEveryExample(t *testing.T) {
@@ -104,6 +131,8 @@ func TestRenderRejects(t *testing.T) {
 		{"actor of another version", "apiVersion: asya.sh/v1\nkind: AsyncActor\nmetadata: {name: a}\n", `is asya.sh/v1 "AsyncActor", want asya.sh/v1alpha1 "AsyncActor"`},
 		{"no name", "apiVersion: asya.sh/v1alpha1\nkind: AsyncActor\nspec: {transport: rabbitmq}\n", "no metadata.name"},
 		{"empty", "", "no AsyncActor documents"},
+		{"a flavor the stream lacks", "apiVersion: asya.sh/v1alpha1\nkind: AsyncActor\nmetadata: {name: a}\nspec: {actor: a, image: x, handler: h.f, flavors: [gpu]}\n",
+			`no EnvironmentConfig "gpu"`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
