@@ -36,11 +36,12 @@ runtime-test:
 # placed where they import asya_runtime from. Not part of `make test`:
 # upstream's code is not in this repository. ASYA_UPSTREAM is a checkout of
 # upstream Asya (runtime/README.md says which commit and how to get one);
-# UPSTREAM_PYTHON a python3 with pytest (Debian: python3-pytest). The tests
+# UPSTREAM_PYTHON a python3 with pytest (Debian: python3-pytest), by
+# default the first of python3 and /usr/bin/python3 that has it. The tests
 # that do not apply to this runtime are left out (runtime/README.md says
 # why); UPSTREAM_NOT_APPLICABLE= runs them all.
-UPSTREAM_PYTHON ?= python3
-UPSTREAM_NOT_APPLICABLE ?= --ignore=tests/test_state_proxy.py --deselect=tests/test_asya_runtime.py::TestFlyHelpers
+UPSTREAM_PYTHON ?= $(firstword $(foreach p,python3 /usr/bin/python3,$(if $(shell $(p) -c 'import pytest' 2>/dev/null && echo y),$(p))) python3)
+UPSTREAM_NOT_APPLICABLE ?= --deselect=tests/test_asya_runtime.py::TestFlyHelpers
 runtime-upstream-test:
 	@test -d "$(ASYA_UPSTREAM)/src/asya-runtime/tests" || { \
 	  echo "ASYA_UPSTREAM=$(ASYA_UPSTREAM) is not a checkout of upstream Asya (no src/asya-runtime/tests)"; exit 2; }

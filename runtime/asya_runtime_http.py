@@ -1,14 +1,19 @@
 #!/usr/bin/env python3
 """Asya actor runtime, current generation (sidecar 0.5+): serves ASYA_HANDLER
-to the asya-sidecar as HTTP on a Unix socket, a thread per connection.
-asya-sync's runtime/README.md has the contract. Python 3.7+, standard
-library only. Underscore names are those upstream's runtime tests call.
+to the asya-sidecar as HTTP on a Unix socket, a thread per connection. With
+ASYA_STATE_PROXY_MOUNTS set, the handler's files under each mount are the
+keys of a state connector. asya-sync's runtime/README.md has the contract.
+Python 3.7+, standard library only. Underscore names are those upstream's
+runtime tests call.
 """
 import asyncio
 import base64
+import codecs
 import copy
 import dataclasses
 import decimal
+import errno
+import http.client
 import http.server
 import importlib
 import inspect
@@ -16,13 +21,16 @@ import json
 import logging
 import os
 import re
+import shutil
 import signal
 import socket
 import socketserver
 import stat
 import sys
+import tempfile
 import threading
 import traceback
+import urllib.parse
 import uuid
 
 log = logging.getLogger("asya-runtime")
@@ -495,6 +503,432 @@ class _UnixHTTPServer(socketserver.ThreadingMixIn, http.server.HTTPServer):
             pass
 
 
+# ---- the state layer: files under ASYA_STATE_PROXY_MOUNTS ----
+# With mounts set, open, os.stat and the rest route the paths under each
+# mount to its connector: HTTP on the Unix socket <dir>/<name>.sock, a key
+# per file. runtime/README.md#state has the protocol.
+
+STATE_SOCKET_DIR = env("ASYA_STATE_SOCKET_DIR") or "/var/run/asya/state"
+SPOOL_SIZE = 4 << 20  # bytes of a file held in memory; more goes to disk
+XATTR_PREFIX = "user.asya."
+_STATUS_TO_EXCEPTION = {400: ValueError, 403: PermissionError, 404: FileNotFoundError, 409: FileExistsError,
+                        412: FileExistsError, 503: ConnectionError, 504: TimeoutError}
+_STATUS_ERRNO = {403: errno.EACCES, 404: errno.ENOENT, 409: errno.EEXIST, 412: errno.EEXIST,
+                 413: errno.EFBIG, 504: errno.ETIMEDOUT}
+
+
+def _parse_state_proxy_mounts(spec):
+    """name:/path:write=buffered|passthrough[,...] entries, ;-separated, as
+    dicts of name, path (ending in /), socket and write_mode."""
+    mounts = []
+    for entry in filter(None, (e.strip() for e in spec.split(";"))):
+        parts = entry.split(":", 2)
+        _check(len(parts) == 3, "Invalid mount %r: expected name:path:options" % entry)
+        name, path = parts[0].strip(), parts[1].strip()
+        opts = dict((k.strip(), v.strip()) for k, _, v in (o.partition("=") for o in parts[2].split(",") if "=" in o))
+        mode = opts.get("write", "buffered")
+        _check(re.match(r"\w[\w.-]*$", name), "Invalid mount %r: the name must be a file name" % entry)
+        _check(os.path.isabs(path) and os.path.normpath(path) != "/", "Invalid mount %r: the path must be "
+               "absolute and not /" % entry)
+        _check(mode in ("buffered", "passthrough"), "Invalid mount %r: write must be buffered or passthrough" % entry)
+        mounts.append({"name": name, "path": os.path.normpath(path) + "/", "write_mode": mode,
+                       "socket": os.path.join(STATE_SOCKET_DIR, name + ".sock")})
+    return mounts
+
+
+def _resolve_mount(path, mounts):
+    """(mount, key) of the first mount holding path, else (None, None)."""
+    if isinstance(path, (str, bytes, os.PathLike)):
+        path = os.fspath(path)
+        path = os.fsdecode(path) if isinstance(path, bytes) else path
+        if os.path.isabs(path):
+            path = os.path.normpath(path)
+            for m in mounts:
+                if path == m["path"][:-1] or path.startswith(m["path"]):
+                    return m, path[len(m["path"]):]
+    return None, None
+
+
+def _url(key, route="/keys/"):
+    # What a URL path cannot carry raw is %-encoded, % too.
+    return route + urllib.parse.quote(key, safe="/!$&'()*+,;=:@~")
+
+
+class _UnixHTTPClient(http.client.HTTPConnection):
+    """HTTP to a state connector on its Unix socket."""
+
+    def __init__(self, sock_path):
+        super().__init__("localhost")
+        self._sock_path = sock_path
+
+    def connect(self):
+        self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        try:
+            self.sock.connect(self._sock_path)
+        except OSError as e:  # not a FileNotFoundError: the key may well exist
+            raise ConnectionError(e.errno, "state connector unreachable at %s: %s" % (self._sock_path, e)) from None
+
+
+def _raise_for_status(resp, key):
+    """The exception of an error status, with the connector's message."""
+    if resp.status < 400:
+        return
+    try:
+        body = json.loads(resp.read())
+        message = body.get("message") or body.get("error") or "State proxy error"
+    except Exception:
+        message = "State proxy error (status %d)" % resp.status
+    cls = _STATUS_TO_EXCEPTION.get(resp.status, OSError)
+    raise cls(message) if cls is ValueError else cls(_STATUS_ERRNO.get(resp.status, errno.EIO), message, key)
+
+
+def _send(sock_path, method, url, key, body=None, headers=None, check=_raise_for_status):
+    """(connection, response) of one request; an error status raised."""
+    conn = _UnixHTTPClient(sock_path)
+    try:
+        conn.request(method, url, body, headers or {})
+        resp = conn.getresponse()
+        check(resp, key)
+        return conn, resp
+    except BaseException:
+        conn.close()
+        raise
+
+
+def _ask(sock_path, method, url, key, body=None, headers=None, check=_raise_for_status):
+    """(response, body) of one request; an error status raised."""
+    conn, resp = _send(sock_path, method, url, key, body, headers, check)
+    try:
+        return resp, resp.read()
+    finally:
+        conn.close()
+
+
+class _StateIO:
+    closed = False
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, exc_type, *_):
+        self._end(exc_type is None)
+
+    def close(self):
+        self._end(True)
+
+    def flush(self):
+        pass
+
+    def readable(self):
+        return False
+
+    writable = seekable = readable
+
+
+class _StateFile(_StateIO):
+    """A key open for reading: bytes, or str in text mode."""
+
+    def __init__(self, stream, seekable, text_mode=False, encoding=None, errors=None, conn=None):
+        self._stream, self._seekable, self._conn, self.name = stream, seekable, conn, ""
+        self._decoder = codecs.getincrementaldecoder(encoding or "utf-8")(errors or "strict") if text_mode else None
+
+    def _decode(self, data, final):
+        return self._decoder.decode(data, final) if self._decoder else data
+
+    def read(self, size=-1):
+        whole = size is None or size < 0
+        while True:  # a text read(n) gives "" only at the end
+            data = self._stream.read() if whole else self._stream.read(size)
+            text = self._decode(data, whole or not data)
+            if text or not data:
+                return text
+
+    def readline(self, limit=-1):
+        return self._decode(self._stream.readline(limit), False)
+
+    def readlines(self, hint=-1):
+        return list(self)
+
+    def __iter__(self):
+        return self
+
+    def __next__(self):
+        line = self.readline()
+        if not line:
+            raise StopIteration
+        return line
+
+    def _seekable_or_fail(self):
+        if not self._seekable:
+            raise OSError(errno.ESPIPE, "seek and tell not supported on a streamed state file")
+
+    def seek(self, offset, whence=0):
+        self._seekable_or_fail()
+        if self._decoder:
+            self._decoder.reset()
+        self._stream.seek(offset, whence)
+        return self._stream.tell()
+
+    def tell(self):
+        self._seekable_or_fail()
+        return self._stream.tell()
+
+    def seekable(self):
+        return self._seekable
+
+    def readable(self):
+        return True
+
+    def _end(self, commit):
+        if not self.closed:
+            self.closed = True
+            self._stream.close()
+            if self._conn:
+                self._conn.close()
+
+
+class _WriteFile(_StateIO):
+    def writable(self):
+        return True
+
+    def _bytes(self, data):
+        return data.encode(*self._codec) if self._codec and isinstance(data, str) else data
+
+    def __del__(self):  # like a file: one dropped unclosed is written
+        try:
+            self._end(True)
+        except Exception:
+            pass
+
+
+class _BufferedWriteFile(_WriteFile):
+    """Writes held in a spooled file, one PUT on close (If-None-Match: * when
+    exclusive); nothing is written if the with block raises."""
+
+    def __init__(self, sock_path, key, text_mode=False, encoding=None, exclusive=False, errors=None):
+        self._sock, self._key, self.name, self._exclusive = sock_path, key, key, exclusive
+        self._codec = (encoding or "utf-8", errors or "strict") if text_mode else None
+        self._buf = tempfile.SpooledTemporaryFile(SPOOL_SIZE)
+
+    def write(self, data):
+        self._buf.write(self._bytes(data))
+        return len(data)
+
+    def seek(self, offset, whence=0):
+        self._buf.seek(offset, whence)
+        return self._buf.tell()
+
+    def tell(self):
+        return self._buf.tell()
+
+    def seekable(self):
+        return True
+
+    def _end(self, commit):
+        if self.closed:
+            return
+        self.closed = True
+        try:
+            if commit:
+                self._buf.seek(0, 2)
+                headers = {"Content-Length": str(self._buf.tell())}
+                if self._exclusive:
+                    headers["If-None-Match"] = "*"
+                self._buf.seek(0)
+                _ask(self._sock, "PUT", _url(self._key), self.name, self._buf, headers)
+        finally:
+            self._buf.close()
+
+
+class _PassthroughWriteFile(_WriteFile):
+    """Each write sent at once, a chunk of one chunked PUT that close ends;
+    if the with block raises, the PUT is cut off unended."""
+
+    def __init__(self, sock_path, key, text_mode=False, encoding=None, errors=None):
+        self._key = self.name = key
+        self._codec = (encoding or "utf-8", errors or "strict") if text_mode else None
+        self.closed, self._conn = True, _UnixHTTPClient(sock_path)  # closed until the PUT is begun
+        self._conn.putrequest("PUT", _url(key))
+        self._conn.putheader("Transfer-Encoding", "chunked")
+        self._conn.endheaders()
+        self.closed = False
+
+    def write(self, data):
+        chunk = bytes(self._bytes(data))
+        if self.closed:
+            raise ValueError("I/O operation on closed file")
+        if chunk:  # an empty chunk would end the body
+            self._conn.send(b"%x\r\n%s\r\n" % (len(chunk), chunk))
+        return len(data)
+
+    def seek(self, *_):
+        raise OSError(errno.ESPIPE, "seek not supported on a passthrough state file")
+
+    tell = seek
+
+    def _end(self, commit):
+        if self.closed:
+            return
+        self.closed = True
+        try:
+            if commit:
+                self._conn.send(b"0\r\n\r\n")
+                resp = self._conn.getresponse()
+                _raise_for_status(resp, self.name)
+                resp.read()
+        finally:
+            self._conn.close()
+
+
+def _open_read(sock_path, key, text_mode, encoding=None, errors=None):
+    """The key open for reading: spooled whole if its length is given, else streamed."""
+    conn, resp = _send(sock_path, "GET", _url(key), key)
+    if resp.getheader("Content-Length") is None:
+        return _StateFile(resp, False, text_mode, encoding, errors, conn)
+    try:
+        buf = tempfile.SpooledTemporaryFile(SPOOL_SIZE)
+        shutil.copyfileobj(resp, buf)
+        buf.seek(0)
+    finally:
+        conn.close()
+    return _StateFile(buf, True, text_mode, encoding, errors)
+
+
+def _open_write(sock_path, key, write_mode, text_mode, exclusive=False, encoding=None, errors=None):
+    if exclusive or write_mode == "buffered":
+        return _BufferedWriteFile(sock_path, key, text_mode, encoding, exclusive, errors)
+    return _PassthroughWriteFile(sock_path, key, text_mode, encoding, errors)
+
+
+def _install_state_proxy_hooks(spec):
+    """Routes open, os.stat, os.lstat, os.listdir, os.remove, os.unlink,
+    os.makedirs and the user.asya.* xattrs under spec's mounts to their
+    connectors; everything else, and an empty spec, is left alone."""
+    mounts = _parse_state_proxy_mounts(spec)
+    if not mounts:
+        return
+    import builtins
+    log.info("state mounts: %s", ", ".join("%s at %s (%s)" % (m["name"], m["path"], m["socket"]) for m in mounts))
+    real_open = builtins.open
+    real = {n: getattr(os, n, None) for n in ("stat", "lstat", "listdir", "unlink", "remove", "makedirs",
+                                               "getxattr", "listxattr", "setxattr")}
+
+    def state_open(file, mode="r", *args, **kwargs):
+        mount, key = _resolve_mount(file, mounts)
+        if mount is None:
+            return real_open(file, mode, *args, **kwargs)
+        if not key or os.fsdecode(os.fspath(file)).endswith("/"):
+            raise IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR), file)
+        opts = dict(zip(("buffering", "encoding", "errors"), args), **kwargs)
+        sock, text, codec = mount["socket"], "b" not in mode, (opts.get("encoding"), opts.get("errors"))
+        if "r" in mode or not any(c in mode for c in "wax"):
+            f = _open_read(sock, key, text, *codec)
+        elif "a" in mode:  # a key is written whole: what it holds, then the writes
+            f = _BufferedWriteFile(sock, key, text, codec[0], False, codec[1])
+            try:
+                old = _open_read(sock, key, False)
+            except FileNotFoundError:
+                pass
+            else:
+                with old:
+                    shutil.copyfileobj(old, f._buf)
+        else:
+            f = _open_write(sock, key, mount["write_mode"], text, "x" in mode, *codec)
+        f.name = file
+        return f
+
+    def stat_via(real_stat):
+        def state_stat(path, *args, **kwargs):
+            mount, key = _resolve_mount(path, mounts)
+            if mount is None:
+                return real_stat(path, *args, **kwargs)
+            size, is_file = 0, False  # the mount itself is a directory
+            if key:
+                def check(resp, key):
+                    if resp.status == 404:
+                        raise FileNotFoundError(errno.ENOENT, os.strerror(errno.ENOENT), path)
+                    _raise_for_status(resp, key)
+                resp, _ = _ask(mount["socket"], "HEAD", _url(key), key, check=check)
+                size = int(resp.getheader("Content-Length") or 0)
+                is_file = (resp.getheader("X-Is-File") or "true").lower() == "true"
+            mode = stat.S_IFREG | 0o644 if is_file else stat.S_IFDIR | 0o755
+            return os.stat_result((mode, 0, 0, 1, os.getuid(), os.getgid(), size, 0, 0, 0))
+        return state_stat
+
+    def state_listdir(path="."):
+        mount, key = _resolve_mount(path, mounts)
+        if mount is None:
+            return real["listdir"](path)
+        prefix = key + "/" if key else ""
+        query = "?prefix=%s&delimiter=/" % urllib.parse.quote(prefix, safe="/")
+        listing = json.loads(_ask(mount["socket"], "GET", "/keys/" + query, prefix)[1])
+        names = (n[len(prefix):] if n.startswith(prefix) else n for n in listing.get("keys", []) +
+                 listing.get("prefixes", []))
+        names = list(dict.fromkeys(n.rstrip("/") for n in names if n.rstrip("/")))
+        return [os.fsencode(n) for n in names] if isinstance(path, bytes) else names
+
+    def unlink_via(real_unlink):
+        def state_unlink(path, *args, **kwargs):
+            mount, key = _resolve_mount(path, mounts)
+            if mount is None:
+                return real_unlink(path, *args, **kwargs)
+            _ask(mount["socket"], "DELETE", _url(key), key)
+        return state_unlink
+
+    def state_makedirs(name, mode=0o777, exist_ok=False):
+        if _resolve_mount(name, mounts)[0] is None:  # under a mount: directories are implied by keys
+            return real["makedirs"](name, mode, exist_ok)
+
+    def xattr_target(path, attribute):
+        attribute = os.fsdecode(attribute)
+        if attribute.startswith(XATTR_PREFIX):
+            mount, key = _resolve_mount(path, mounts)
+            if mount is not None:
+                bare = attribute[len(XATTR_PREFIX):]
+                url = _url(key, "/meta/") + "?attr=" + urllib.parse.quote(bare, safe="")
+
+                def check(resp, key):
+                    if resp.status in (400, 403):
+                        resp.read()  # read, so that the connector's write of it cannot fail
+                        cls, code, why = (OSError, errno.ENODATA, "not supported") if resp.status == 400 else (
+                            PermissionError, errno.EACCES, "read-only")
+                        raise cls(code, "Attribute is %s: %s" % (why, bare), path)
+                    _raise_for_status(resp, key)
+                return mount["socket"], url, key, check
+        return None
+
+    def real_xattr(name, *args, **kwargs):
+        if real[name] is None:
+            raise OSError(errno.ENOTSUP, "Extended attributes not supported")
+        return real[name](*args, **kwargs)
+
+    def state_getxattr(path, attribute, *args, **kwargs):
+        target = xattr_target(path, attribute)
+        if target is None:
+            return real_xattr("getxattr", path, attribute, *args, **kwargs)
+        sock, url, key, check = target
+        return json.loads(_ask(sock, "GET", url, key, check=check)[1])["value"].encode("utf-8")
+
+    def state_setxattr(path, attribute, value, *args, **kwargs):
+        target = xattr_target(path, attribute)
+        if target is None:
+            return real_xattr("setxattr", path, attribute, value, *args, **kwargs)
+        sock, url, key, check = target
+        body = json.dumps({"value": os.fsdecode(value)}).encode("utf-8")
+        _ask(sock, "PUT", url, key, body, {"Content-Type": "application/json"}, check)
+
+    def state_listxattr(path=None, *args, **kwargs):
+        mount, key = _resolve_mount(path, mounts)
+        if mount is None:
+            return real["listxattr"](path, *args, **kwargs) if real["listxattr"] else []
+        return [XATTR_PREFIX + a for a in json.loads(_ask(mount["socket"], "GET", _url(key, "/meta/"), key)[1])["attrs"]]
+
+    builtins.open = state_open
+    os.stat, os.lstat, os.listdir, os.makedirs = stat_via(real["stat"]), stat_via(real["lstat"]), state_listdir, state_makedirs
+    os.unlink, os.remove = unlink_via(real["unlink"]), unlink_via(real["remove"])
+    os.getxattr, os.setxattr, os.listxattr = state_getxattr, state_setxattr, state_listxattr
+
+
 # ---- main ----
 
 def _remove(path):
@@ -508,9 +942,10 @@ def main():
     level = getattr(logging, (env("ASYA_LOG_LEVEL") or "INFO").strip().upper(), None)
     logging.basicConfig(stream=sys.stderr, level=level if isinstance(level, int) else logging.INFO,
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    if env("ASYA_STATE_PROXY_MOUNTS"):
-        # Without one the handler's state would go to local files.
-        return _fail("ASYA_STATE_PROXY_MOUNTS is set, but this runtime has no state proxy")
+    try:  # before the handler loads: its constructor may read state
+        _install_state_proxy_hooks(env("ASYA_STATE_PROXY_MOUNTS") or "")
+    except ValueError as e:
+        return _fail("ASYA_STATE_PROXY_MOUNTS: %s" % e)
     limit = env("ASYA_MAX_MESSAGE_SIZE") or str(DEFAULT_MAX_MESSAGE_SIZE)
     if not limit.isdigit():
         return _fail("ASYA_MAX_MESSAGE_SIZE must be a number of bytes, got %r" % limit)

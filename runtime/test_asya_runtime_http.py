@@ -7,14 +7,19 @@ Run from the repository root:
 Nothing here asserts on time: a handler that must be "slow" blocks on a FIFO
 that the test opens when it wants the handler to go on.
 """
+import base64
 import http.client
+import http.server
 import json
 import os
 import re
 import signal
 import socket
+import socketserver
 import stat
+import threading
 import unittest
+import urllib.parse
 
 import test_support
 from test_support import WAIT, wait_for
@@ -658,17 +663,443 @@ class RuntimeHTTPTest(test_support.RuntimeTestCase):
         self.assertEqual(rt.exit_code(), 0)
         self.assertFalse(os.path.exists(term))
 
-    def test_state_proxy_is_refused(self):
+    def test_bad_state_mounts_do_not_start(self):
         term = os.path.join(self.tmp, "termination-log")
-        self.assert_failed_start("handlers.echo", "ASYA_STATE_PROXY_MOUNTS",
-                                 ASYA_STATE_PROXY_MOUNTS="media:/state/media:write=buffered", ASYA_TERMINATION_LOG=term)
-        with open(term) as f:
-            self.assertIn("no state proxy", f.read())
+        for mounts, why in (("media:/state/media", "expected name:path:options"),
+                            ("media:state/media:write=buffered", "the path must be absolute"),
+                            ("media:/state/media:write=stream", "write must be buffered or passthrough"),
+                            ("../x:/state/media:write=buffered", "the name must be a file name")):
+            with self.subTest(mounts=mounts):
+                self.assert_failed_start("handlers.echo", "ASYA_STATE_PROXY_MOUNTS", why,
+                                         ASYA_STATE_PROXY_MOUNTS=mounts, ASYA_TERMINATION_LOG=term)
+                with open(term) as f:
+                    self.assertIn(why, f.read())
 
     def test_bad_settings_do_not_start(self):
         self.assert_failed_start("handlers.echo", "ASYA_MAX_MESSAGE_SIZE must be a number of bytes",
                                  ASYA_MAX_MESSAGE_SIZE="lots")
         self.assert_failed_start("handlers.echo", "cannot listen", ASYA_SOCKET_CHMOD="rw")
+
+
+# ---- the state layer (ASYA_STATE_PROXY_MOUNTS) ----
+
+STATE_HANDLERS = '''
+import base64
+import builtins
+import io
+import os
+import pathlib
+import posix
+
+ROOT = "/state/meta"
+
+
+def path(p):
+    return os.path.join(ROOT, p["name"])
+
+
+def write(p):
+    with open(path(p), p.get("mode", "w"), **p.get("kwargs", {})) as f:
+        for part in p["parts"]:
+            f.write(base64.b64decode(part) if "b" in p.get("mode", "") else part)
+    return {"ok": True}
+
+
+def read(p):
+    with open(path(p), p.get("mode", "r"), **p.get("kwargs", {})) as f:
+        return {"data": f.read()}
+
+
+def read_chars(p):
+    with open(path(p), encoding="utf-8") as f:
+        return {"chars": list(iter(lambda: f.read(1), "")), "at": f.tell()}
+
+
+def read_lines(p):
+    with open(path(p)) as f:
+        first = next(f)
+        return {"first": first, "rest": list(f)}
+
+
+def write_then_fail(p):
+    with open(path(p), "w") as f:
+        f.write("partial")
+        raise RuntimeError("midway")
+
+
+def write_unclosed(p):
+    open(path(p), "w").write(p["text"])
+    return {"ok": True}
+
+
+def look(p):
+    d = os.path.join(ROOT, p["dir"])
+    return {"exists": os.path.exists(path(p)), "isfile": os.path.isfile(path(p)),
+            "pathlib": pathlib.Path(path(p)).exists(), "lexists": os.path.lexists(path(p)),
+            "size": os.path.getsize(path(p)) if os.path.exists(path(p)) else None,
+            "dir_isdir": os.path.isdir(d), "root_isdir": os.path.isdir(ROOT),
+            "listdir": sorted(os.listdir(d)), "listdir_bytes": sorted(n.decode() for n in os.listdir(d.encode()))}
+
+
+def remove(p):
+    getattr(os, p.get("how", "remove"))(path(p))
+    return {"exists": os.path.exists(path(p))}
+
+
+def makedirs(p):
+    os.makedirs(os.path.join(ROOT, "a", "b"))
+    os.makedirs(os.path.join(ROOT, "a", "b"), exist_ok=True)
+    local = os.path.join(p["local"], "x", "y")
+    os.makedirs(local)
+    return {"local": os.path.isdir(local)}
+
+
+def xattrs(p):
+    os.setxattr(path(p), "user.asya.tag", b"blue")
+    return {"list": sorted(os.listxattr(path(p))), "url": os.getxattr(path(p), "user.asya.url").decode(),
+            "tag": os.getxattr(path(p), "user.asya.tag").decode()}
+
+
+def set_url(p):
+    os.setxattr(path(p), "user.asya.url", b"elsewhere")
+
+
+def local(p):
+    with open(p["path"], "w") as f:
+        f.write(p["text"])
+    with open(p["path"]) as f:
+        text = f.read()
+    return {"text": text, "size": os.stat(p["path"]).st_size, "listed": os.listdir(os.path.dirname(p["path"]))}
+
+
+def hooks(p):
+    return {"open": builtins.open is io.open, "stat": os.stat is posix.stat, "listdir": os.listdir is posix.listdir,
+            "remove": os.remove is posix.remove, "getxattr": os.getxattr is posix.getxattr}
+
+
+class Config:
+    def __init__(self):
+        with open(os.path.join(ROOT, "config")) as f:
+            self.config = f.read()
+
+    def handle(self, p):
+        return {"config": self.config}
+'''
+
+
+class MemoryConnector:
+    """A state connector on a real Unix socket, speaking upstream's connector
+    protocol (asya-state-proxy's server.py) with its keys in a dict. It
+    records each request as (method, path, headers, body) and answers a
+    key in `fail` with that status."""
+
+    def __init__(self, path):
+        self.store, self.attrs, self.requests, self.fail = {}, {}, [], {}
+        self.server = _ConnectorServer(path, _ConnectorHandler)
+        self.server.connector = self
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def close(self):
+        self.server.shutdown()
+        self.server.server_close()
+
+    def requests_for(self, method):
+        return [r for r in self.requests if r[0] == method]
+
+
+class _ConnectorServer(socketserver.ThreadingMixIn, http.server.HTTPServer):
+    address_family = socket.AF_UNIX
+    daemon_threads = True
+
+    def server_bind(self):
+        self.socket.bind(self.server_address)
+        self.server_name, self.server_port = "connector", 0
+
+
+class _ConnectorHandler(http.server.BaseHTTPRequestHandler):
+    def log_message(self, *args):
+        pass
+
+    def _answer(self, status, body=b"", headers=()):
+        self.send_response(status)
+        for name, value in headers:
+            self.send_header(name, value)
+        if status != 204 and self.command != "HEAD":
+            self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        if body and self.command != "HEAD":
+            self.wfile.write(body)
+
+    def _json(self, status, value):
+        self._answer(status, json.dumps(value).encode(), [("Content-Type", "application/json")])
+
+    def _body(self):
+        if "chunked" in self.headers.get("Transfer-Encoding", ""):
+            chunks = []
+            while True:
+                line = self.rfile.readline()
+                if not line:  # the body was cut off: nothing is stored
+                    return None
+                size = int(line.strip(), 16)
+                chunk = self.rfile.read(size)
+                self.rfile.readline()
+                if not size:
+                    return b"".join(chunks)
+                chunks.append(chunk)
+        return self.rfile.read(int(self.headers.get("Content-Length") or 0))
+
+    def _serve(self):
+        c = self.server.connector
+        url = urllib.parse.urlsplit(self.path)
+        route = url.path[:6]
+        key = urllib.parse.unquote(url.path[6:])
+        query = {k: v[0] for k, v in urllib.parse.parse_qs(url.query).items()}
+        body = self._body() if self.command == "PUT" else b""
+        c.requests.append((self.command, self.path, dict(self.headers), body))
+        if body is None:
+            return
+        if key in c.fail:
+            return self._json(c.fail[key], {"error": "injected", "message": "injected %d for %s" % (c.fail[key], key)})
+        if route == "/keys/" and not key and self.command == "GET":
+            prefix, delim = query.get("prefix", ""), query.get("delimiter", "")
+            keys, prefixes = [], set()
+            for k in sorted(c.store):
+                rest = k[len(prefix):]
+                if k.startswith(prefix) and delim and delim in rest:
+                    prefixes.add(prefix + rest.split(delim)[0] + delim)
+                elif k.startswith(prefix):
+                    keys.append(k)
+            return self._json(200, {"keys": keys, "prefixes": sorted(prefixes)})
+        if route == "/meta/":
+            if key not in c.store:
+                return self._json(404, {"error": "key_not_found", "message": key})
+            attrs = dict(c.attrs.get(key, {}), url="mem://" + key)
+            attr = query.get("attr")
+            if attr == "url" and self.command == "PUT":
+                return self._json(403, {"error": "permission_denied", "message": "url is read-only"})
+            if self.command == "PUT":
+                c.attrs.setdefault(key, {})[attr] = json.loads(body)["value"]
+                return self._answer(204)
+            if attr is None:
+                return self._json(200, {"attrs": sorted(attrs)})
+            if attr not in attrs:
+                return self._json(400, {"error": "unsupported_attribute", "message": attr})
+            return self._json(200, {"attr": attr, "value": attrs[attr]})
+        if self.command == "PUT":
+            if self.headers.get("If-None-Match") == "*" and key in c.store:
+                return self._json(412, {"error": "conflict", "message": "exists: " + key})
+            c.store[key] = body
+            return self._answer(204)
+        if key not in c.store:
+            return self._json(404, {"error": "key_not_found", "message": "no key " + key})
+        if self.command == "DELETE":
+            del c.store[key]
+            return self._answer(204)
+        if self.command == "HEAD":
+            return self._answer(204, headers=[("Content-Length", str(len(c.store[key]))), ("X-Is-File", "true")])
+        return self._answer(200, c.store[key])
+
+    do_GET = do_PUT = do_HEAD = do_DELETE = _serve
+
+
+class StateLayerTest(test_support.RuntimeTestCase):
+    """The runtime with ASYA_STATE_PROXY_MOUNTS, its handlers' files under
+    /state/meta served by a MemoryConnector."""
+
+    RUNTIME = Runtime
+    MODULES = {"state": STATE_HANDLERS, "handlers": HANDLERS}
+
+    def setUp(self):
+        super().setUp()
+        self.state_dir = os.path.join(self.tmp, "state")
+        os.mkdir(self.state_dir)
+        self.connector = MemoryConnector(os.path.join(self.state_dir, "meta.sock"))
+        self.addCleanup(self.connector.close)
+
+    def runtime(self, handler="state.write", write="buffered", **env):
+        return self.start(handler, ASYA_STATE_PROXY_MOUNTS="meta:/state/meta:write=" + write,
+                          ASYA_STATE_SOCKET_DIR=self.state_dir, **env)
+
+    def call(self, rt, handler, **payload):
+        """The handler's result; the test fails on an error answer."""
+        resp = rt.invoke(envelope(dict(payload, handler=handler)))
+        self.assertEqual(resp.status, 200, resp.body)
+        return resp.json()["frames"][0]["payload"]
+
+    def call_fails(self, rt, handler, **payload):
+        """The error details of a call that must fail."""
+        resp = rt.invoke(envelope(dict(payload, handler=handler)))
+        self.assertEqual(resp.status, 500, resp.body)
+        return resp.json()["details"]
+
+    def test_a_file_written_by_one_call_is_read_by_the_next(self):
+        for write in ("buffered", "passthrough"):
+            with self.subTest(write=write):
+                writer = self.runtime("state.write", write)
+                self.assertEqual(self.call(writer, "w", name="notes/today.txt", parts=["héllo ", "wörld"]), {"ok": True})
+                self.assertEqual(self.connector.store["notes/today.txt"], "héllo wörld".encode())
+                reader = self.runtime("state.read", write)
+                self.assertEqual(self.call(reader, "r", name="notes/today.txt"), {"data": "héllo wörld"})
+                self.assertEqual(self.connector.requests[-1][:2], ("GET", "/keys/notes/today.txt"))
+
+    def test_buffered_write_is_one_put_with_its_length(self):
+        rt = self.runtime()
+        self.call(rt, "w", name="k", parts=["a" * 10, "", "b" * 5])
+        (put,) = self.connector.requests_for("PUT")
+        self.assertEqual(put[1], "/keys/k")
+        self.assertEqual(put[2]["Content-Length"], "15")
+        self.assertNotIn("If-None-Match", put[2])
+        self.assertEqual(put[3], b"a" * 10 + b"b" * 5)
+
+    def test_passthrough_write_is_one_chunked_put(self):
+        rt = self.runtime(write="passthrough")
+        # An empty write must not send the empty chunk that ends the body.
+        self.call(rt, "w", name="big.bin", mode="wb", parts=["AAEC", "", "/w=="])
+        (put,) = self.connector.requests_for("PUT")
+        self.assertEqual(put[2]["Transfer-Encoding"], "chunked")
+        self.assertNotIn("Content-Length", put[2])
+        self.assertEqual(self.connector.store["big.bin"], b"\x00\x01\x02\xff")
+
+    def test_exclusive_create(self):
+        for write in ("buffered", "passthrough"):
+            with self.subTest(write=write):
+                rt = self.runtime(write=write)
+                self.connector.store.pop("once", None)
+                self.call(rt, "w", name="once", mode="x", parts=["first"])
+                self.assertEqual(self.connector.requests_for("PUT")[-1][2]["If-None-Match"], "*")
+                details = self.call_fails(rt, "w", name="once", mode="x", parts=["second"])
+                self.assertEqual(details["type"], "FileExistsError")
+                self.assertEqual(self.connector.store["once"], b"first")
+
+    def test_append_keeps_what_the_key_holds(self):
+        rt = self.runtime(write="passthrough")
+        self.call(rt, "w", name="log", mode="a", parts=["one\n"])  # a new key
+        self.call(rt, "w", name="log", mode="a", parts=["two\n"])
+        self.assertEqual(self.connector.store["log"], b"one\ntwo\n")
+
+    def test_nothing_is_written_when_the_with_block_raises(self):
+        for write in ("buffered", "passthrough"):
+            with self.subTest(write=write):
+                self.connector.store["kept"] = b"before"
+                details = self.call_fails(self.runtime("state.write_then_fail", write), "f", name="kept")
+                self.assertEqual(details["message"], "midway")
+                self.assertEqual(self.connector.store["kept"], b"before")
+                # passthrough: the PUT was begun, then cut off
+                self.assertEqual([r[3] for r in self.connector.requests_for("PUT")], [] if write == "buffered" else [None])
+
+    def test_a_file_dropped_unclosed_is_written(self):
+        for write in ("buffered", "passthrough"):
+            with self.subTest(write=write):
+                self.call(self.runtime("state.write_unclosed", write), "w", name="dropped-" + write, text="kept")
+                self.assertEqual(self.connector.store["dropped-" + write], b"kept")
+
+    def test_reading(self):
+        self.connector.store["t"] = "naïve\nline 2\nline 3".encode()
+        self.connector.store["latin"] = "café".encode("latin-1")
+        rt = self.runtime("state.read")
+        self.assertEqual(self.call(rt, "r", name="t", mode="rb"), {"data": base64.b64encode(self.connector.store["t"]).decode()})
+        self.assertEqual(self.call(rt, "r", name="latin", kwargs={"encoding": "latin-1"}), {"data": "café"})
+        details = self.call_fails(rt, "r", name="latin")  # not UTF-8
+        self.assertEqual(details["type"], "UnicodeDecodeError")
+        chars = self.call(self.runtime("state.read_chars"), "r", name="t")
+        self.assertEqual("".join(chars["chars"]), "naïve\nline 2\nline 3")
+        self.assertEqual(chars["chars"][:4], ["n", "a", "ï", "v"])  # read(1) never splits a character
+        self.assertEqual(chars["at"], len(self.connector.store["t"]))
+        self.assertEqual(self.call(self.runtime("state.read_lines"), "r", name="t"),
+                         {"first": "naïve\n", "rest": ["line 2\n", "line 3"]})
+
+    def test_missing_key_is_file_not_found(self):
+        details = self.call_fails(self.runtime("state.read"), "r", name="nope")
+        self.assertEqual(details["type"], "FileNotFoundError")
+        self.assertIn("no key nope", details["message"])
+
+    def test_connector_errors_are_exceptions(self):
+        rt = self.runtime("state.read")
+        for status, err in ((403, "PermissionError"), (400, "ValueError"), (409, "FileExistsError"),
+                            (503, "ConnectionError"), (504, "TimeoutError"), (500, "OSError"), (413, "OSError")):
+            with self.subTest(status=status):
+                self.connector.fail["k"] = status
+                details = self.call_fails(rt, "r", name="k")
+                self.assertEqual(details["type"], err)
+                self.assertIn("injected %d for k" % status, details["message"])
+
+    def test_an_unreachable_connector_is_not_a_missing_file(self):
+        rt = self.runtime("state.read")
+        self.connector.close()
+        for gone in ("refusing", "no socket"):
+            with self.subTest(gone=gone):
+                if gone == "no socket":
+                    os.unlink(os.path.join(self.state_dir, "meta.sock"))
+                details = self.call_fails(rt, "r", name="k")
+                self.assertEqual(details["type"], "ConnectionError")
+                self.assertIn("state connector unreachable at", details["message"])
+
+    def test_stat_exists_and_listdir(self):
+        self.connector.store.update({"d/a.txt": b"12345", "d/b.txt": b"", "d/sub/c": b"x", "other": b"y"})
+        rt = self.runtime("state.look")
+        self.assertEqual(self.call(rt, "l", name="d/a.txt", dir="d"), {
+            "exists": True, "isfile": True, "pathlib": True, "lexists": True, "size": 5, "dir_isdir": False, "root_isdir": True,
+            "listdir": ["a.txt", "b.txt", "sub"], "listdir_bytes": ["a.txt", "b.txt", "sub"]})
+        self.assertIn(("GET", "/keys/?prefix=d/&delimiter=/"), [r[:2] for r in self.connector.requests])
+        self.assertEqual(self.call(rt, "l", name="missing", dir=""), {
+            "exists": False, "isfile": False, "pathlib": False, "lexists": False, "size": None, "dir_isdir": True, "root_isdir": True,
+            "listdir": ["d", "other"], "listdir_bytes": ["d", "other"]})
+
+    def test_remove_and_unlink(self):
+        rt = self.runtime("state.remove")
+        for how in ("remove", "unlink"):
+            with self.subTest(how=how):
+                self.connector.store["gone"] = b"x"
+                self.assertEqual(self.call(rt, "r", name="gone", how=how), {"exists": False})
+                self.assertNotIn("gone", self.connector.store)
+                self.assertEqual(self.call_fails(rt, "r", name="gone", how=how)["type"], "FileNotFoundError")
+
+    def test_makedirs_is_a_no_op_under_a_mount_only(self):
+        n = len(self.connector.requests)
+        self.assertEqual(self.call(self.runtime("state.makedirs"), "m", local=self.tmp), {"local": True})
+        self.assertEqual(len(self.connector.requests), n)
+
+    def test_xattrs(self):
+        self.connector.store["x"] = b"1"
+        rt = self.runtime("state.xattrs")
+        self.assertEqual(self.call(rt, "x", name="x"),
+                         {"list": ["user.asya.tag", "user.asya.url"], "url": "mem://x", "tag": "blue"})
+        self.assertEqual(self.connector.attrs, {"x": {"tag": "blue"}})
+        self.assertEqual(self.call_fails(self.runtime("state.set_url"), "x", name="x")["type"], "PermissionError")
+
+    def test_keys_are_percent_encoded(self):
+        rt = self.runtime()
+        name = "a b?c#d%e+é"
+        self.call(rt, "w", name=name, parts=["v"])
+        self.assertEqual(self.connector.store[name], b"v")
+        self.assertEqual(self.connector.requests_for("PUT")[-1][1], "/keys/a%20b%3Fc%23d%25e+%C3%A9")
+        self.assertEqual(self.call(self.runtime("state.read"), "r", name=name), {"data": "v"})
+
+    def test_paths_outside_the_mounts_are_local_files(self):
+        local = os.path.join(self.tmp, "local", "f.txt")
+        os.mkdir(os.path.dirname(local))
+        n = len(self.connector.requests)
+        got = self.call(self.runtime("state.local"), "l", path=local, text="here")
+        self.assertEqual(got, {"text": "here", "size": 4, "listed": ["f.txt"]})
+        with open(local) as f:
+            self.assertEqual(f.read(), "here")
+        self.assertEqual(len(self.connector.requests), n)
+
+    def test_the_handler_can_read_state_as_it_loads(self):
+        self.connector.store["config"] = b"model=v2"
+        self.assertEqual(self.call(self.runtime("state.Config.handle"), "c"), {"config": "model=v2"})
+
+    def test_without_mounts_nothing_is_patched(self):
+        unpatched = {"open": True, "stat": True, "listdir": True, "remove": True, "getxattr": True}
+        self.assertEqual(self.call(self.start("state.hooks"), "h"), unpatched)
+        self.assertEqual(self.call(self.start("state.hooks", ASYA_STATE_PROXY_MOUNTS=" ; "), "h"), unpatched)
+        self.assertEqual(self.call(self.runtime("state.hooks"), "h"), {k: False for k in unpatched})
+
+    def test_a_directory_cannot_be_opened(self):
+        rt = self.runtime("state.read")
+        for name in ("", "d/"):
+            with self.subTest(name=name):
+                self.assertEqual(self.call_fails(rt, "r", name=name)["type"], "IsADirectoryError")
 
 
 if __name__ == "__main__":
