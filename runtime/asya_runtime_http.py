@@ -506,7 +506,8 @@ class _UnixHTTPServer(socketserver.ThreadingMixIn, http.server.HTTPServer):
 # ---- the state layer: files under ASYA_STATE_PROXY_MOUNTS ----
 # With mounts set, open, os.stat and the rest route the paths under each
 # mount to its connector: HTTP on the Unix socket <dir>/<name>.sock, a key
-# per file. runtime/README.md#state has the protocol.
+# per file. runtime/README.md#state-files-under-asya_state_proxy_mounts has
+# the protocol.
 
 STATE_SOCKET_DIR = env("ASYA_STATE_SOCKET_DIR") or "/var/run/asya/state"
 SPOOL_SIZE = 4 << 20  # bytes of a file held in memory; more goes to disk
