@@ -29,8 +29,13 @@ vet:
 unit:
 	$(GO) test -race -count=1 ./...
 
+# The runtime scripts' tests, then the Redis state connector's
+# (e2e/connector: through the runtime's state layer to a redis-server each
+# test starts on a free port; skipped without redis-server, failed under
+# ASYA_REQUIRE_INTEGRATION=1).
 runtime-test:
 	python3 -m unittest discover -s runtime -p 'test_*.py'
+	python3 -m unittest discover -s e2e/connector -p 'test_*.py'
 
 # Upstream Asya's own runtime tests, run against runtime/asya_runtime_http.py
 # placed where they import asya_runtime from. Not part of `make test`:

@@ -4,6 +4,8 @@
 #   local-aws-sqs (an SQS emulator) on $ASYA_SQS_PORT, default 9324,
 #   pstest (a Pub/Sub emulator, internal/pubsubemulator) on
 #   $ASYA_PUBSUB_PORT, default 8085.
+# Installs redis-server, which the state connector's tests (e2e/connector)
+# start themselves, one per test on a free port.
 # Idempotent: anything already listening is left alone, and nothing is
 # installed twice. Works on a fresh Debian machine (as root or with sudo).
 set -euo pipefail
@@ -95,6 +97,12 @@ start_pubsub() {
   echo "Pub/Sub:       127.0.0.1:$PUBSUB_PORT (pstest, pid $pid, log $PUBSUB_DIR/server.log)"
 }
 
+install_redis() {
+  command -v redis-server >/dev/null || apt_install redis-server
+  echo "redis-server:  $(command -v redis-server) (started by the tests that need it)"
+}
+
 start_rabbitmq
 start_sqs
 start_pubsub
+install_redis
