@@ -567,6 +567,7 @@ class _UnixHTTPClient(http.client.HTTPConnection):
         try:
             self.sock.connect(self._sock_path)
         except OSError as e:  # not a FileNotFoundError: the key may well exist
+            self.close()
             raise ConnectionError(e.errno, "state connector unreachable at %s: %s" % (self._sock_path, e)) from None
 
 
@@ -645,7 +646,11 @@ class _StateFile(_StateIO):
                 return text
 
     def readline(self, limit=-1):
-        return self._decode(self._stream.readline(limit), False)
+        while True:  # as read
+            data = self._stream.readline(limit)
+            text = self._decode(data, not data)
+            if text or not data:
+                return text
 
     def readlines(self, hint=-1):
         return list(self)

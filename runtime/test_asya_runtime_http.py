@@ -1026,8 +1026,10 @@ class StateLayerTest(test_support.RuntimeTestCase):
         self.assertEqual("".join(chars["chars"]), "naïve\nline 2\nline 3")
         self.assertEqual(chars["chars"][:4], ["n", "a", "ï", "v"])  # read(1) never splits a character
         self.assertEqual(chars["at"], len(self.connector.store["t"]))
-        self.assertEqual(self.call(self.runtime("state.read_lines"), "r", name="t"),
-                         {"first": "naïve\n", "rest": ["line 2\n", "line 3"]})
+        lines = self.runtime("state.read_lines")
+        self.assertEqual(self.call(lines, "r", name="t"), {"first": "naïve\n", "rest": ["line 2\n", "line 3"]})
+        self.connector.store["cut"] = b"ok\n\xc3"  # ends inside a character
+        self.assertEqual(self.call_fails(lines, "r", name="cut")["type"], "UnicodeDecodeError")
 
     def test_a_read_without_a_length_is_streamed(self):
         self.connector.store["s"] = b"0123456789" * 1000
