@@ -148,6 +148,8 @@ quickstart_sidecar() {
 #   pause      the pod sandbox (e2e/pause)
 #   runtime    Debian's python3 with the test handlers baked in at /app
 #   sidecar    the test sidecar (e2e/sidecar)
+#   state-connector  Debian's python3 with the test state connector
+#              (e2e/connector), which keeps a state proxy's files in Redis
 #   asya-sync  the binary check_image_build made, laid out as the Dockerfile does,
 #              and asya-sync:e2e-next, the same with another runtime script
 build_node_images() {
@@ -170,6 +172,13 @@ build_node_images() {
   image_archive "$images/python.tar" "$(quickstart_python)" \
     '{"Env":["PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin","LANG=C.UTF-8"],"Cmd":["python3"]}' \
     "$NODE_CACHE/python-layer.tar"
+
+  d=$SCRATCH/connector && mkdir -p "$d/connector"
+  cp e2e/connector/redis_connector.py "$d/connector/"
+  layer_of "$d" "$SCRATCH/connector.tar"
+  image_archive "$images/state-connector.tar" e2e.local/state-connector:e2e \
+    '{"Entrypoint":["python3","/connector/redis_connector.py"],"Env":["PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin","PYTHONUNBUFFERED=1"],"User":"1000:1000"}' \
+    "$NODE_CACHE/python-layer.tar" "$SCRATCH/connector.tar"
 
   d=$SCRATCH/sidecar && mkdir -p "$d"
   go_static ./e2e/sidecar "$d/asya-sidecar"

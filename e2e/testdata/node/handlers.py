@@ -41,3 +41,16 @@ def flaky(payload):
         error = getattr(builtins, payload.get("error", "ConnectionError"))
         raise error("call %d of %s fails" % (calls, payload["key"]))
     return {"echo": payload, "calls": calls}
+
+
+def notes(payload):
+    """Keeps notes under the state proxy mounted at /state/notes: writes
+    payload["text"] to the note payload["note"] when given, then answers
+    the note as read back, with the pod's name."""
+    path = os.path.join("/state/notes", payload["note"])
+    if "text" in payload:
+        with open(path, "w") as f:
+            f.write(payload["text"])
+    with open(path) as f:
+        text = f.read()
+    return {"note": payload["note"], "text": text, "pod": os.environ.get("HOSTNAME", "")}
