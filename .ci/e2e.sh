@@ -304,7 +304,7 @@ e2e_env() {
   e2e_packages
   check_generated
   check_image_build
-  go vet -tags e2e ./e2e/
+  go vet -tags e2e ./e2e/... ./internal/testenv/
   listening 5672 || missing "RabbitMQ is not listening on 127.0.0.1:5672 (run .ci/services.sh)"
   listening "${ASYA_SQS_PORT:-9324}" || missing "the SQS emulator is not listening on 127.0.0.1:${ASYA_SQS_PORT:-9324} (run .ci/services.sh)"
   export ASYA_E2E_BIN=$BIN
@@ -317,14 +317,21 @@ e2e_env() {
   export ASYA_SYNC_BIN=$ROOT/.cache/e2e/asya-sync
 }
 
-# NODE_TESTS: the tests that run pods; they run once, in a tier of their own
-# with the node up (ASYA_E2E_NODE=1), under Metacontroller's default apply.
+# The test packages, one per tier, sharing internal/testenv (docs/testing.md,
+# "Which folder is which tier"): e2e/api, and the ones that run only when
+# asked and otherwise skip at once, e2e/metacontroller and e2e/cost. -p 1:
+# one cluster at a time, and the output of -v streamed as the tests run.
+E2E_PACKAGES=(./e2e/api/ ./e2e/metacontroller/ ./e2e/cost/)
+
+# NODE_TESTS: the tests that run pods (e2e/node); they run once, in a tier of
+# their own with the node up (ASYA_E2E_NODE=1), under Metacontroller's default
+# apply.
 NODE_TESTS='TestNode.*'
 
 run_node() {
   node_tier
   log "running the node tests: actors' pods on a real kubelet"
-  ASYA_E2E_NODE=1 go test -tags e2e -count=1 -timeout 30m ${E2E_TEST_FLAGS:--v} -run "^($NODE_TESTS)\$" ./e2e/ "$@"
+  ASYA_E2E_NODE=1 go test -tags e2e -count=1 -timeout 30m ${E2E_TEST_FLAGS:--v} -run "^($NODE_TESTS)\$" ./e2e/node/ "$@"
 }
 
 run_e2e() {
@@ -332,20 +339,21 @@ run_e2e() {
   e2e_env
   if [ $# -gt 0 ]; then
     log "running the e2e tests $* (apply strategy ${ASYA_E2E_APPLY_STRATEGY:-dynamic-apply})"
-    go test -tags e2e -count=1 -timeout 15m ${E2E_TEST_FLAGS:--v} ./e2e/ "$@"
+    go test -tags e2e -count=1 -p 1 -timeout 15m ${E2E_TEST_FLAGS:--v} "${E2E_PACKAGES[@]}" "$@"
   else
     log "running the e2e tests, children applied with Metacontroller's default dynamic apply"
-    ASYA_E2E_APPLY_STRATEGY=dynamic-apply go test -tags e2e -count=1 -timeout 15m ${E2E_TEST_FLAGS:--v} ./e2e/
+    ASYA_E2E_APPLY_STRATEGY=dynamic-apply go test -tags e2e -count=1 -p 1 -timeout 15m ${E2E_TEST_FLAGS:--v} "${E2E_PACKAGES[@]}"
     log "running the core e2e tests again, children applied with server-side apply"
     ASYA_E2E_APPLY_STRATEGY=server-side-apply go test -tags e2e -count=1 -timeout 10m ${E2E_TEST_FLAGS:--v} \
-      -run "^($CORE_TESTS)\$" ./e2e/
+      -run "^($CORE_TESTS)\$" ./e2e/api/
     run_node
   fi
   log "e2e done in $((SECONDS - start))s"
 }
 
-# The tests that run under both of Metacontroller's apply strategies: every
-# shape of actor created, updated, scaled, made invalid and finalized.
+# The tests that run under both of Metacontroller's apply strategies (all in
+# e2e/api): every shape of actor created, updated, scaled, made invalid and
+# finalized.
 CORE_TESTS='TestActorsChildrenAccepted|TestInvalidSpecInStatus|TestScalingToggle|TestFinalizeRemovesQueue'
 CORE_TESTS+='|TestOneQueueOneOwner|TestHealthyActorWritesStatusThreeTimes|TestMigrateFromOperator|TestMigrateFromCrossplane'
 CORE_TESTS+='|TestKEDAScalesFromZero|TestScalingStatusFollowsKEDA|TestKEDAWebhooksAdmitChildren|TestKubectlWaitForReady'

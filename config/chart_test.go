@@ -36,7 +36,7 @@ type chartCase struct {
 // schema refuses what the service would refuse at startup, and nothing
 // else but the cases marked stricter, and both name the same key. The
 // rules the schema cannot express are the templates'; there the schema
-// accepts, the service refuses, and e2e/chart_test.go renders the same
+// accepts, the service refuses, and e2e/api/chart_test.go renders the same
 // cases with helm template.
 func TestChartSchemaAgreesWithLoader(t *testing.T) {
 	schema := compileChartSchema(t)

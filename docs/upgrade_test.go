@@ -81,7 +81,7 @@ func TestUpgradePacedLoop(t *testing.T) {
 	}
 	loop := fencedAfter(t, "docs/upgrade.md", "## Rolling the new runtime, paced", "sh")
 	if !strings.HasPrefix(loop, "PAUSE=") {
-		t.Fatalf("docs/upgrade.md's paced loop no longer starts with PAUSE=, as e2e/node_lifecycle_test.go reads it:\n%s", loop)
+		t.Fatalf("docs/upgrade.md's paced loop no longer starts with PAUSE=, as e2e/node/node_lifecycle_test.go reads it:\n%s", loop)
 	}
 	dir := t.TempDir()
 	state := filepath.Join(dir, "state")

@@ -1,6 +1,14 @@
 // Package testenv finds the real services integration tests run against
 // (started by .ci/services.sh) and skips, or with
 // ASYA_REQUIRE_INTEGRATION=1 fails, when one is missing.
+//
+// Built with -tags e2e, it is also what the e2e tiers (e2e/api, e2e/node,
+// e2e/metacontroller, e2e/cost) share: a real kube-apiserver and etcd with
+// the CRDs, KEDA, the asya-sync service, the driver that plays
+// Metacontroller's part, the node tier's kubelet and containerd, the real
+// Metacontroller run by hand, and the helpers the tests call on them. Each
+// tier's TestMain calls Run (env.go); docs/testing.md, "Which folder is
+// which tier", says which tier is where.
 package testenv
 
 import (

@@ -1,0 +1,351 @@
+//go:build e2e
+
+package cost
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/asya-sh/asya-sync/internal/testenv"
+)
+
+// TestMetacontrollerCost measures what a CompositeController costs the real
+// Metacontroller (docs/performance.md, "What Metacontroller pays"): its CPU
+// time and memory while a fleet of actors is created and deleted, per
+// unrelated pod event, and per unrelated ConfigMap, for asya-sync's
+// CompositeController in several configurations and for a no-op floor.
+// Metacontroller cannot be built in CI (its module path is not served by
+// the Go module proxy), so the test runs only when ASYA_METACONTROLLER_BIN
+// names a binary built by hand:
+//
+//	ASYA_METACONTROLLER_BIN=/path/to/metacontroller \
+//	ASYA_METACONTROLLER_CRDS=/path/to/metacontroller/manifests/production/metacontroller-crds-v1.yaml \
+//	ASYA_MC_ACTORS=200,1000,2000 ASYA_MC_VARIANTS=no-op,one-child,default,lean \
+//	  E2E_TEST_FLAGS=-v .ci/e2e.sh test -run MetacontrollerCost -timeout 120m
+//
+// The floors are "no-op" (no children) and "one-child" (one small
+// Deployment per actor); "lean" is examples/values-large-fleet.yaml.
+// ASYA_MC_POD_EVENTS and ASYA_MC_CONFIGMAPS (0 by default) add the
+// unrelated objects; ASYA_MC_BASE_BIN and ASYA_MC_BASE_CHART name another
+// build of asya-sync and its chart for the variant "base" (the code before
+// a change).
+func TestMetacontrollerCost(t *testing.T) {
+	bin := testenv.NeedMetacontroller(t)
+	if env.KEDA != nil {
+		env.KEDA.Pause(t) // KEDA would act on the actors; the measurement is Metacontroller's
+	}
+	var rows []string
+	for _, n := range envInts("ASYA_MC_ACTORS", "200") {
+		for _, name := range strings.Split(envOr("ASYA_MC_VARIANTS", "no-op,one-child,default,lean"), ",") {
+			v := mcVariantNamed(t, name)
+			ctx := testenv.CtxFor(t, 60*time.Minute)
+			row, err := measure(t, ctx, v, bin, n)
+			if err != nil {
+				t.Fatalf("%s, %d actors: %v", name, n, err)
+			}
+			t.Log(row)
+			rows = append(rows, row)
+		}
+	}
+	load, _ := os.ReadFile("/proc/loadavg")
+	t.Logf("Metacontroller %s, load average %s\n%s\n%s", bin, strings.Join(strings.Fields(string(load))[:3], " "),
+		mcHeader, strings.Join(rows, "\n"))
+}
+
+const mcHeader = "| variant | actors | create: wall, Metacontroller CPU, syncs per actor | RSS, live heap after create | pod events: count, CPU, per event | ConfigMaps: count, live heap added, per ConfigMap | delete: wall, CPU | peak RSS |\n" +
+	"|---|---|---|---|---|---|---|---|"
+
+func mcVariantNamed(t *testing.T, name string) testenv.MCVariant {
+	current := testenv.MCService{Bin: env.SyncBin, Chart: filepath.Join(env.Root, "chart")}
+	v := testenv.MCVariant{Name: name, Hook: &current}
+	base, noEtag := strings.CutSuffix(name, "+no-etag")
+	current.NoEtag = noEtag
+	switch base {
+	case "no-op":
+		return testenv.MCVariant{Name: name, Floor: noopHook}
+	case "one-child":
+		return testenv.MCVariant{Name: name, Floor: oneChildHook}
+	case "base":
+		v.Hook = &testenv.MCService{Bin: os.Getenv("ASYA_MC_BASE_BIN"), Chart: os.Getenv("ASYA_MC_BASE_CHART")}
+	case "default":
+	case "lean": // examples/values-large-fleet.yaml
+		current.Extra = "watch: {pods: false, secrets: false, namesakes: false}\nruntimeDelivery: initContainer\nruntimeImage: asya-sync:test\n"
+	case "lean-podtemplate":
+		current.Extra = "watch: {pods: false, secrets: false, namesakes: false}\nruntimeDelivery: podTemplate\n"
+	default:
+		t.Fatalf("unknown variant %q (no-op, one-child, base, default, lean, lean-podtemplate; asya-sync's with +no-etag)", name)
+	}
+	return v
+}
+
+// oneChildHook is the floor of any CompositeController with a workload:
+// the no-op's, except that each parent has one small Deployment.
+var oneChildHook = floorHook(func(name, namespace string) []byte {
+	labels := testenv.Obj{"app": name}
+	child, _ := json.Marshal(testenv.Obj{"apiVersion": "apps/v1", "kind": "Deployment",
+		"metadata": testenv.Obj{"name": name, "namespace": namespace},
+		"spec": testenv.Obj{"replicas": 0, "selector": testenv.Obj{"matchLabels": labels},
+			"template": testenv.Obj{"metadata": testenv.Obj{"labels": labels},
+				"spec": testenv.Obj{"containers": []any{testenv.Obj{"name": "c", "image": "registry.invalid/none:1"}}}}}})
+	return child
+})
+
+func envOr(name, def string) string {
+	if v := os.Getenv(name); v != "" {
+		return v
+	}
+	return def
+}
+
+func envInts(name, def string) []int {
+	var out []int
+	for _, s := range strings.Split(envOr(name, def), ",") {
+		if n, err := strconv.Atoi(strings.TrimSpace(s)); err == nil {
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
+// measure measures one variant at n actors with a fresh Metacontroller.
+func measure(t *testing.T, ctx context.Context, v testenv.MCVariant, bin string, n int) (string, error) {
+	alnum := strings.Map(func(r rune) rune {
+		if 'a' <= r && r <= 'z' || '0' <= r && r <= '9' {
+			return r
+		}
+		return -1
+	}, v.Name)
+	id := fmt.Sprintf("%s-%d-%s", alnum, n, env.RunID)
+	var hookURL string
+	var syncs func() float64
+	if v.Hook != nil {
+		hookURL = testenv.StartExtraService(t, "cost-"+id, v.Hook.Bin, testenv.MCConfig+v.Hook.Extra, nil)
+		syncs = func() float64 {
+			return testenv.ScrapeSum(hookURL+"/metrics", `asya_sync_hook_calls_total{code="200",hook="sync"`)
+		}
+	} else {
+		var calls atomic.Int64
+		floor := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if r.URL.Path == "/sync" {
+				calls.Add(1)
+			}
+			v.Floor(w, r)
+		}))
+		defer floor.Close()
+		hookURL = floor.URL
+		syncs = func() float64 { return float64(calls.Load()) }
+	}
+	k := env.Cluster.Client
+	ccName := "cost-" + id
+	cc := v.CompositeController(t, ccName, hookURL)
+	ccGVR, err := k.ByKind(ctx, "metacontroller.k8s.io/v1alpha1", "CompositeController")
+	if err != nil {
+		return "", err
+	}
+	if _, err := k.Apply(ctx, cc, "e2e"); err != nil {
+		return "", fmt.Errorf("CompositeController: %w", err)
+	}
+	defer k.Delete(context.Background(), ccGVR, "", ccName)
+
+	mc, err := testenv.MCStart(t, bin, id)
+	if err != nil {
+		return "", err
+	}
+	defer mc.Stop(10 * time.Second)
+	if err := mc.Idle(ctx, 3*time.Second); err != nil {
+		return "", err
+	}
+
+	ns := "cost-" + id
+	testenv.EnsureNamespace(t, ctx, ns, true)
+	names := make([]string, n)
+	for i := range names {
+		names[i] = fmt.Sprintf("a%05d", i)
+	}
+	row := fmt.Sprintf("| %s | %d |", v.Name, n)
+
+	// Create: every actor has a status for its generation, then
+	// Metacontroller goes idle.
+	cpu0, syncs0, start := mc.CPU(), syncs(), time.Now()
+	if err := parallel(names, func(name string) error {
+		a := testenv.LoadActor(t, filepath.Join(env.Root, "e2e", "testdata", "actors", "manual.yaml"), ns)
+		testenv.MapAt(a, "metadata")["name"] = name
+		testenv.MapAt(a, "spec")["transport"] = "rabbitmq"
+		_, err := k.Create(ctx, a, false)
+		return err
+	}); err != nil {
+		return "", err
+	}
+	settled, err := mcSettled(ctx, ns, n)
+	if err != nil {
+		return "", fmt.Errorf("create: %w\n%s", err, mc.Tail(20))
+	}
+	if err := mc.Idle(ctx, 3*time.Second); err != nil {
+		return "", err
+	}
+	row += fmt.Sprintf(" %.1f s, %.1f s, %.1f | %s, %s |", settled.Sub(start).Seconds(), mc.CPU()-cpu0,
+		(syncs()-syncs0)/float64(n), mb(mc.Mem("VmRSS")), mb(mc.LiveHeap()))
+
+	// Unrelated pod events: pods in a namespace with no actor, each
+	// created, relabelled twice and deleted (nothing schedules them).
+	if p := envInt("ASYA_MC_POD_EVENTS", 0); p > 0 {
+		events, cpu, err := mcPodEvents(t, ctx, mc, "cost-pods-"+id, p)
+		if err != nil {
+			return "", err
+		}
+		row += fmt.Sprintf(" %d, %.2f s, %.0f µs |", events, cpu, cpu/float64(events)*1e6)
+	} else {
+		row += " |"
+	}
+	// Unrelated ConfigMaps: memory added per ConfigMap of 1 KB.
+	if c := envInt("ASYA_MC_CONFIGMAPS", 0); c > 0 {
+		added, err := mcConfigMaps(t, ctx, mc, "cost-cms-"+id, c)
+		if err != nil {
+			return "", err
+		}
+		row += fmt.Sprintf(" %d, %s, %.1f KB |", c, mb(added), float64(added)/float64(c)/1024)
+	} else {
+		row += " |"
+	}
+
+	// Delete: every actor gone.
+	cpu0, start = mc.CPU(), time.Now()
+	if err := parallel(names, func(name string) error { return k.Delete(ctx, testenv.ActorGVR(), ns, name) }); err != nil {
+		return "", err
+	}
+	gone, err := testenv.MCGone(ctx, ns)
+	if err != nil {
+		return "", fmt.Errorf("delete: %w\n%s", err, mc.Tail(20))
+	}
+	if err := mc.Idle(ctx, 3*time.Second); err != nil {
+		return "", err
+	}
+	row += fmt.Sprintf(" %.1f s, %.1f s | %s |", gone.Sub(start).Seconds(), mc.CPU()-cpu0, mb(mc.Mem("VmHWM")))
+	// The children the garbage collector would remove at its own pace:
+	// removed at once, so that the next Metacontroller does not list them.
+	mcDeleteAll(ctx, ns, "apps/v1", "Deployment")
+	mcDeleteAll(ctx, ns, "v1", "ConfigMap")
+	return row, nil
+}
+
+// mcSettled waits until all n actors of ns have a status for their
+// generation and returns when the last one got it.
+func mcSettled(ctx context.Context, ns string, n int) (time.Time, error) {
+	last := time.Now()
+	err := testenv.WaitUntilEvery(ctx, 30*time.Minute, time.Second, func() bool {
+		actors, err := env.Cluster.Client.List(ctx, testenv.ActorGVR(), ns, "")
+		if err != nil {
+			return false
+		}
+		settled := 0
+		for _, a := range actors {
+			if g := testenv.Field(a, "metadata", "generation"); g != nil && fmt.Sprint(testenv.Field(a, "status", "observedGeneration")) == fmt.Sprint(g) {
+				settled++
+			}
+		}
+		if settled < n {
+			last = time.Now()
+		}
+		return settled == n
+	})
+	return last, err
+}
+
+// mcPodEvents creates p pods in ns, relabels each twice and deletes them,
+// and returns the events and Metacontroller's CPU time for them.
+func mcPodEvents(t *testing.T, ctx context.Context, mc *testenv.MCProcess, ns string, p int) (int, float64, error) {
+	testenv.EnsureNamespace(t, ctx, ns, false)
+	k := env.Cluster.Client
+	podGVR, err := k.ByKind(ctx, "v1", "Pod")
+	if err != nil {
+		return 0, 0, err
+	}
+	// The service account admission wants the namespace's default account.
+	sa := testenv.Obj{"apiVersion": "v1", "kind": "ServiceAccount", "metadata": testenv.Obj{"name": "default", "namespace": ns}}
+	if _, err := k.Apply(ctx, sa, "e2e"); err != nil {
+		return 0, 0, err
+	}
+	names := make([]string, p)
+	for i := range names {
+		names[i] = fmt.Sprintf("p%05d", i)
+	}
+	cpu0 := mc.CPU()
+	steps := []func(string) error{
+		func(name string) error {
+			_, err := k.Create(ctx, testenv.Obj{"apiVersion": "v1", "kind": "Pod",
+				"metadata": testenv.Obj{"name": name, "namespace": ns, "labels": testenv.Obj{"app": "unrelated", "round": "0"}},
+				"spec": testenv.Obj{"automountServiceAccountToken": false,
+					"containers": []any{testenv.Obj{"name": "c", "image": "registry.invalid/none:1"}}}}, false)
+			return err
+		},
+		func(name string) error { return mcLabel(ctx, podGVR, ns, name, "1") },
+		func(name string) error { return mcLabel(ctx, podGVR, ns, name, "2") },
+		func(name string) error {
+			_, _, err := k.Raw(ctx, "DELETE", podGVR.Path(ns, name), []byte(`{"gracePeriodSeconds":0}`), "application/json")
+			return err
+		},
+	}
+	for _, step := range steps {
+		if err := parallel(names, step); err != nil {
+			return 0, 0, err
+		}
+	}
+	if err := mc.Idle(ctx, 3*time.Second); err != nil {
+		return 0, 0, err
+	}
+	return len(steps) * p, mc.CPU() - cpu0, nil
+}
+
+func mcLabel(ctx context.Context, r testenv.GVR, ns, name, round string) error {
+	patch := []byte(`{"metadata":{"labels":{"round":"` + round + `"}}}`)
+	_, _, err := env.Cluster.Client.Raw(ctx, "PATCH", r.Path(ns, name), patch, "application/merge-patch+json")
+	return err
+}
+
+// mcConfigMaps creates c ConfigMaps of 1 KB in ns and returns the live
+// heap Metacontroller added, then deletes them.
+func mcConfigMaps(t *testing.T, ctx context.Context, mc *testenv.MCProcess, ns string, c int) (int64, error) {
+	testenv.EnsureNamespace(t, ctx, ns, false)
+	k := env.Cluster.Client
+	names := make([]string, c)
+	for i := range names {
+		names[i] = fmt.Sprintf("c%05d", i)
+	}
+	before := mc.LiveHeap()
+	data := strings.Repeat("x", 1024)
+	if err := parallel(names, func(name string) error {
+		_, err := k.Create(ctx, testenv.Obj{"apiVersion": "v1", "kind": "ConfigMap",
+			"metadata": testenv.Obj{"name": name, "namespace": ns}, "data": testenv.Obj{"d": data}}, false)
+		return err
+	}); err != nil {
+		return 0, err
+	}
+	if err := mc.Idle(ctx, 3*time.Second); err != nil {
+		return 0, err
+	}
+	added := mc.LiveHeap() - before
+	mcDeleteAll(ctx, ns, "v1", "ConfigMap")
+	return added, mc.Idle(ctx, 3*time.Second)
+}
+
+// mcDeleteAll deletes every object of the kind in ns in one request.
+func mcDeleteAll(ctx context.Context, ns, apiVersion, kind string) {
+	k := env.Cluster.Client
+	r, err := k.ByKind(ctx, apiVersion, kind)
+	if err != nil {
+		return
+	}
+	k.Raw(ctx, "DELETE", r.Path(ns, ""), []byte(`{"gracePeriodSeconds":0}`), "application/json")
+}
+
+func mb(b int64) string { return fmt.Sprintf("%.0f MB", float64(b)/1e6) }
