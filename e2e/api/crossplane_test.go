@@ -71,7 +71,7 @@ func crewValues(transport string) []string {
 // unchanged, on RabbitMQ and on SQS, installs with helm install and
 // applies with kubectl apply --validate=strict, and its actors sync, each
 // running its handler with upstream's end-actor flags. With persistence
-// on, its actors (stateProxy, flavors) are admitted by the CRD too.
+// on, its flavor and its actors' state proxies run too.
 func TestUpstreamCrewChart(t *testing.T) {
 	root := os.Getenv("ASYA_UPSTREAM")
 	if root == "" {
@@ -92,7 +92,7 @@ func TestUpstreamCrewChart(t *testing.T) {
 			t.Run("helm install", func(t *testing.T) {
 				ns := "e2e-crew-" + transport + "-helm" + suffix
 				testenv.EnsureNamespace(t, ctx, ns, true)
-				rendered := renderCrew(t, chart, ns, values)
+				rendered := renderCrew(t, chart, "crew", ns, values)
 				if _, err := env.Helm(append([]string{"install", "crew", chart, "-n", ns}, values...)...); err != nil {
 					t.Fatal(err)
 				}
@@ -104,7 +104,7 @@ func TestUpstreamCrewChart(t *testing.T) {
 			t.Run("kubectl apply", func(t *testing.T) {
 				ns := "e2e-crew-" + transport + "-apply" + suffix
 				testenv.EnsureNamespace(t, ctx, ns, true)
-				rendered := renderCrew(t, chart, ns, values)
+				rendered := renderCrew(t, chart, "crew", ns, values)
 				file := filepath.Join(t.TempDir(), "crew.yaml")
 				out, err := env.Helm(append([]string{"template", "crew", chart, "-n", ns}, values...)...)
 				if err != nil {
@@ -119,33 +119,69 @@ func TestUpstreamCrewChart(t *testing.T) {
 		})
 	}
 	t.Run("persistence", func(t *testing.T) {
-		// The stateProxy and flavors the chart writes with persistence on
-		// are admitted; the EnvironmentConfig it writes beside them is
-		// Crossplane's, so only the actors are applied (server-side dry
-		// run). Whether asya-sync serves them is the flat shape's
-		// business (docs/design.md#two-generations).
-		ns := "e2e-crew-persistence"
-		testenv.EnsureNamespace(t, ctx, ns, false)
+		// With persistence on, the chart writes an EnvironmentConfig, the
+		// flavor <release>-persistence-s3 that checkpoint-s3 names, and gives
+		// the sink and the sump a stateProxy: it installs unchanged, the
+		// EnvironmentConfig served by the CRD asya-sync ships, and each
+		// actor runs its connector. Upstream's own example of an actor
+		// with that flavor (asya-persistence-s3: release asya) runs it too.
+		ns := "e2e-crew-persistence-" + env.RunID
+		testenv.EnsureNamespace(t, ctx, ns, true)
 		args := append(crewValues("sqs"), "--set", "persistence.enabled=true", "--set", "persistence.backend=s3",
 			"--set", "persistence.config.bucket=results", "--set", "persistence.config.errorsBucket=errors",
 			"--set", "persistence.config.region=us-east-1")
-		objs := renderCrew(t, chart, ns, args)
-		for _, name := range []string{"x-sink", "x-sump", "checkpoint-s3"} {
-			a := objs[name]
-			if testenv.Field(a, "spec", "stateProxy") == nil && testenv.Field(a, "spec", "flavors") == nil {
-				t.Errorf("%s: neither stateProxy nor flavors rendered with persistence on: %s", name, testenv.MustJSON(a["spec"]))
-			}
-			if err := dryRunApply(ctx, a); err != nil {
-				t.Errorf("the API server refuses %s with persistence on: %v", name, err)
+		rendered := renderCrew(t, chart, "asya", ns, args)
+		if _, err := env.Helm(append([]string{"install", "asya", chart, "-n", ns}, args...)...); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _, _ = env.Helm("uninstall", "asya", "-n", ns) })
+		example := testenv.LoadActor(t, filepath.Join(root, "examples", "asyas", "actor-with-persistence-flavor.yaml"), ns)
+		testenv.MapAt(example, "spec")["actor"] = testenv.Str(example, "spec", "actor") + "-" + env.RunID // an SQS queue of its own
+		if _, err := env.Cluster.Client.Create(ctx, example, false); err != nil {
+			t.Fatalf("upstream's example: %v", err)
+		}
+		rendered[testenv.Str(example, "metadata", "name")] = example
+		for _, name := range []string{"x-sink", "x-sump", "checkpoint-s3", testenv.Str(example, "metadata", "name")} {
+			if wantConnectors(t, ctx, rendered[name]) == nil {
+				t.Errorf("%s: no state proxy with persistence on: %s", name, testenv.MustJSON(rendered[name]["spec"]))
 			}
 		}
+		checkCrew(t, ctx, ns, rendered)
 	})
 }
 
-// renderCrew renders the crew chart's AsyncActors, keyed by name.
-func renderCrew(t *testing.T, chart, ns string, values []string) map[string]testenv.Obj {
+// wantConnectors are the connector containers an actor's spec asks for,
+// its own stateProxy's and its flavors', read from the cluster.
+func wantConnectors(t *testing.T, ctx context.Context, a testenv.Obj) []string {
 	t.Helper()
-	out, err := env.Helm(append([]string{"template", "crew", chart, "-n", ns}, values...)...)
+	proxies, _ := testenv.Field(a, "spec", "stateProxy").([]any)
+	flavors, _ := testenv.Field(a, "spec", "flavors").([]any)
+	if len(flavors) > 0 {
+		r, err := env.Cluster.Client.ByKind(ctx, "apiextensions.crossplane.io/v1beta1", "EnvironmentConfig")
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, f := range flavors {
+			ec, err := env.Cluster.Client.Get(ctx, r, "", f.(string))
+			if err != nil {
+				t.Fatalf("flavor %s: %v", f, err)
+			}
+			more, _ := testenv.Field(ec, "data", "stateProxy").([]any)
+			proxies = append(proxies, more...)
+		}
+	}
+	var names []string
+	for _, p := range proxies {
+		names = append(names, "asya-state-proxy-"+testenv.Str(p.(testenv.Obj), "name"))
+	}
+	return names
+}
+
+// renderCrew renders the crew chart's AsyncActors as the release, keyed
+// by name.
+func renderCrew(t *testing.T, chart, release, ns string, values []string) map[string]testenv.Obj {
+	t.Helper()
+	out, err := env.Helm(append([]string{"template", release, chart, "-n", ns}, values...)...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -219,6 +255,14 @@ func checkCrew(t *testing.T, ctx context.Context, ns string, rendered map[string
 		}
 		if got, want := sidecar["ASYA_ACTOR_NAME"], testenv.Str(r, "spec", "actor"); got != want {
 			t.Errorf("%s: ASYA_ACTOR_NAME %q, want %q", name, got, want)
+		}
+		for _, c := range wantConnectors(t, ctx, r) {
+			if containerOf(d, c) == nil {
+				t.Errorf("%s: no connector container %s", name, c)
+			}
+		}
+		if len(wantConnectors(t, ctx, r)) > 0 && runtime["ASYA_STATE_PROXY_MOUNTS"] == "" {
+			t.Errorf("%s: state proxies without ASYA_STATE_PROXY_MOUNTS on the runtime", name)
 		}
 	}
 	for _, name := range testenv.Keys(rendered) {

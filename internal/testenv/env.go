@@ -334,7 +334,7 @@ func (e *Env) teardown(failed bool) bool {
 	return clean
 }
 
-// installCRDs applies our CRD, KEDA's, the Prometheus Operator's ServiceMonitor
+// installCRDs applies our CRDs (the AsyncActor's and the EnvironmentConfig's), KEDA's, the Prometheus Operator's ServiceMonitor
 // and PrometheusRule, and the test copy of Metacontroller's
 // CompositeController schema, and waits until they are served.
 func (e *Env) installCRDs(ctx context.Context) error {
@@ -342,6 +342,8 @@ func (e *Env) installCRDs(ctx context.Context) error {
 	if err != nil || len(files) == 0 {
 		return fmt.Errorf("no CRD in manifests/crd")
 	}
+	// The kind flavors are written as, where no Crossplane serves it.
+	files = append(files, filepath.Join(e.Root, "manifests", "apiextensions.crossplane.io_environmentconfigs.yaml"))
 	keda, _ := filepath.Glob(filepath.Join(e.kedaCRD, "*.yaml"))
 	if len(keda) == 0 {
 		return fmt.Errorf("no KEDA CRD in %s", e.kedaCRD)
