@@ -8,7 +8,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/asya-sh/asya-sync/api/flavor"
-
 	"github.com/asya-sh/asya-sync/api/v1alpha1"
 )
 
@@ -25,9 +24,9 @@ type parentShell struct {
 // DecodeParent is the one decode step of an AsyncActor, for every hook
 // and for render. The flavors the spec names are merged into it from
 // found (api/flavor); a nil found merges none, for the customize hook,
-// which reads only the flavors' names. err means the parent cannot be answered at all: it is
-// missing, not an AsyncActor, unnamed, or its metadata or status do not
-// decode. Otherwise actor is set, with its spec defaulted, and specErr says
+// which reads only their names. err means the parent cannot be answered
+// at all: it is missing, not an AsyncActor, unnamed, or its metadata or
+// status do not decode. Otherwise actor is set, with its spec defaulted, and specErr says
 // whether the spec decoded: a spec that does not is a problem of the actor,
 // reported in its status, not of the request.
 func DecodeParent(raw json.RawMessage, found flavor.Found) (actor *v1alpha1.AsyncActor, specErr, err error) {
@@ -55,23 +54,29 @@ func decodeSpec(raw json.RawMessage, found flavor.Found, spec *v1alpha1.AsyncAct
 	if len(raw) == 0 || string(raw) == "null" {
 		return errors.New("spec: required")
 	}
-	var flavorErr error
-	if found != nil {
-		// A flavor that does not merge leaves the actor's own spec, so that
-		// the actor is still known for what it is while its status says why.
-		if merged, err := flavor.Apply(raw, found, v1alpha1.FlatFields()); err != nil {
-			flavorErr = err
-		} else {
-			raw = merged
-		}
+	if err := decodeShaped(raw, spec); err != nil || found == nil || len(spec.Flavors) == 0 {
+		return err
 	}
+	// A flavor that does not merge leaves the actor's own spec, so that
+	// the actor is still known for what it is while its status says why.
+	merged, err := flavor.Apply(raw, found, v1alpha1.FlatFields())
+	if err != nil {
+		return err
+	}
+	var flavored v1alpha1.AsyncActorSpec
+	if err := decodeShaped(merged, &flavored); err != nil {
+		return fmt.Errorf("with its flavors merged, %w", err)
+	}
+	*spec = flavored
+	return nil
+}
+
+// decodeShaped decodes a spec and tells its generation.
+func decodeShaped(raw json.RawMessage, spec *v1alpha1.AsyncActorSpec) error {
 	gen, shapeErr := v1alpha1.ShapeOf(raw)
 	if err := json.Unmarshal(raw, spec); err != nil {
-		if len(flavor.Names(raw)) > 0 && flavorErr == nil {
-			return fmt.Errorf("spec, with its flavors merged: %w", err)
-		}
-		return errors.Join(flavorErr, fmt.Errorf("spec: %w", err))
+		return fmt.Errorf("spec: %w", err)
 	}
 	spec.AsyaGeneration = gen
-	return errors.Join(flavorErr, shapeErr)
+	return shapeErr
 }

@@ -1,0 +1,46 @@
+package hook
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"github.com/asya-sh/asya-sync/api/flavor"
+)
+
+// TestDecodeParentMergesFlavors: the spec every later step reads has the
+// flavors merged; a flavor that does not merge is the spec's problem and
+// leaves the actor's own spec; customize (nil) merges nothing.
+func TestDecodeParentMergesFlavors(t *testing.T) {
+	parent := json.RawMessage(`{"apiVersion":"asya.sh/v1alpha1","kind":"AsyncActor","metadata":{"name":"a","namespace":"ns"},
+		"spec":{"actor":"a","image":"i:1","handler":"m.f","flavors":["persist"]}}`)
+	persist := flavor.Found{"persist": json.RawMessage(`{"stateProxy":[{"name":"s","mount":{"path":"/state"},"connector":{"image":"c:1"}}],
+		"nodeSelector":{"zone":"a"}}`)}
+	for _, tt := range []struct {
+		name    string
+		found   flavor.Found
+		proxies int
+		err     string
+	}{
+		{name: "merged", found: persist, proxies: 1},
+		{name: "missing", found: flavor.Found{}, err: `no EnvironmentConfig "persist"`},
+		{name: "not a spec", found: flavor.Found{"persist": json.RawMessage(`{"stateProxy":"s"}`)}, err: "with its flavors merged, spec:"},
+		{name: "customize merges nothing", found: nil},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			actor, specErr, err := DecodeParent(parent, tt.found)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if tt.err == "" && specErr != nil || tt.err != "" && (specErr == nil || !strings.Contains(specErr.Error(), tt.err)) {
+				t.Fatalf("spec error %v, want %q", specErr, tt.err)
+			}
+			if got := len(actor.Spec.StateProxy); got != tt.proxies {
+				t.Errorf("%d state proxies, want %d", got, tt.proxies)
+			}
+			if actor.Spec.Actor != "a" || actor.Spec.Image != "i:1" || len(actor.Spec.Flavors) != 1 {
+				t.Errorf("the actor's own spec is lost: %+v", actor.Spec.CurrentSpec)
+			}
+		})
+	}
+}
