@@ -13,6 +13,8 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/asya-sh/asya-sync/api/hook"
+	"github.com/asya-sh/asya-sync/children"
 	"github.com/asya-sh/asya-sync/config"
 	asyaruntime "github.com/asya-sh/asya-sync/runtime"
 	hooksync "github.com/asya-sh/asya-sync/sync"
@@ -24,7 +26,7 @@ import (
 // ten pods (see bench/fixture); scaling-on is a small golden request.
 var benchRequests = []string{"realistic", "scaling-on"}
 
-func benchBody(b *testing.B, name string) []byte {
+func benchBody(b testing.TB, name string) []byte {
 	body, err := os.ReadFile("../../testdata/sync/" + name + "/request.json")
 	if err != nil {
 		b.Fatal(err)
@@ -65,25 +67,56 @@ func BenchmarkJSONValid(b *testing.B) {
 }
 
 // BenchmarkSync runs the whole hook in process: decode, validate, children,
-// status and the encoded answer, everything but the HTTP transfer.
+// status and the encoded answer, everything but the HTTP transfer. Its
+// pinned case is the realistic request answered by a later release, whose
+// runtime script differs: the pods keep the one they run, as every actor's
+// do after an upgrade until they roll for another reason (docs/design.md#runtime-rollout).
 func BenchmarkSync(b *testing.B) {
 	for _, name := range benchRequests {
-		b.Run(name, func(b *testing.B) {
-			body := benchBody(b, name)
-			s := benchServer(b)
-			b.SetBytes(int64(len(body)))
-			b.ReportAllocs()
-			for b.Loop() {
-				out, err := s.handleSync(context.Background(), body)
-				if err != nil {
-					b.Fatal(err)
-				}
-				if _, err := json.Marshal(out.body); err != nil {
-					b.Fatal(err)
-				}
-			}
-		})
+		b.Run(name, func(b *testing.B) { benchSync(b, benchServer(b), benchBody(b, name)) })
 	}
+	b.Run("pinned", func(b *testing.B) {
+		body := pinnedBody(b)
+		s := benchServer(b)
+		s.hooks.Script = asyaruntime.NewScript(s.hooks.Script.Source + "\n# a later release\n")
+		benchSync(b, s, body)
+	})
+}
+
+func benchSync(b *testing.B, s *server, body []byte) {
+	b.SetBytes(int64(len(body)))
+	b.ReportAllocs()
+	for b.Loop() {
+		out, err := s.handleSync(context.Background(), body)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if _, err := json.Marshal(out.body); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// pinnedBody is the realistic request with the template hash the current
+// release writes on the workload, as the next release receives it.
+func pinnedBody(b testing.TB) []byte {
+	body := benchBody(b, "realistic")
+	out, err := benchServer(b).handleSync(context.Background(), body)
+	if err != nil {
+		b.Fatal(err)
+	}
+	var hash string
+	for _, child := range out.body.(*hook.Response).Children {
+		if child["kind"] == "Deployment" {
+			meta := child["metadata"].(map[string]any)
+			hash = meta["annotations"].(map[string]any)[children.AnnotationTemplateHash].(string)
+		}
+	}
+	const at = `"annotations":{"deployment.kubernetes.io/revision"`
+	if hash == "" || bytes.Count(body, []byte(at)) != 1 {
+		b.Fatal("the realistic request has no Deployment to pin")
+	}
+	return bytes.Replace(body, []byte(at), []byte(`"annotations":{"`+children.AnnotationTemplateHash+`":"`+hash+`",`+at[len(`"annotations":{`):]), 1)
 }
 
 // BenchmarkHTTPSync posts the request to /sync over loopback, one call
