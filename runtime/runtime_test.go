@@ -74,6 +74,11 @@ func TestSpeaksHTTP(t *testing.T) {
 		{"indented", "try:\n    import http.server\nexcept ImportError:\n    pass\n", true},
 		{"mentioned only", "# no http.server here\nimport socket\n", false},
 		{"other module", "import http.client\n", false},
+		{"a longer name", "import http.servers\n", false},
+		{"not at the line's start", "x = 1; import http.server\n", false},
+		{"the last line, without a newline", "import os\nimport http.server", true},
+		{"CRLF", "import os\r\nimport http.server\r\n", true},
+		{"split over lines", "from http.server\nimport x\n", false},
 	} {
 		if got := SpeaksHTTP(tc.src); got != tc.want {
 			t.Errorf("SpeaksHTTP(%s) = %v, want %v", tc.name, got, tc.want)
