@@ -100,12 +100,15 @@ func (in Input) current() Runtime {
 	return Runtime{Script: in.generation().script(in.Service.Runtime), Image: in.Service.Runtime.Image}
 }
 
-// keptScript is the script src the pods were given, if it can stand in
-// for current's: the one the pod template's hash names, speaking the
-// protocol current's speaks.
-func keptScript(src string, r *Running, current Runtime) (Runtime, bool) {
-	kept := asyaruntime.NewScript(src)
-	if src == "" || kept.Hash != r.Hash || kept.HTTP != current.Script.HTTP {
+// keptScript is the script the pods were given, read by src, if it can
+// stand in for current's: the one the pod template's hash names, speaking
+// the protocol current's speaks.
+func keptScript(src func() string, r *Running, current Runtime) (Runtime, bool) {
+	if src == nil {
+		return Runtime{}, false
+	}
+	kept := asyaruntime.NewScript(src())
+	if kept.Source == "" || kept.Hash != r.Hash || kept.HTTP != current.Script.HTTP {
 		return Runtime{}, false
 	}
 	return Runtime{Script: kept, Image: current.Image}, true

@@ -33,8 +33,8 @@ func TestGiven(t *testing.T) {
 			// workload whose template is otherwise the current one.
 			running := func(in Input) *Running {
 				tmpl := podTemplate(in, Runtime{Script: cur, Image: "asya-sync:2"})
-				return &Running{TemplateHash: TemplateHash(tmpl), Hash: old.Hash, ConfigMapScript: old.Source,
-					TemplateScript: old.Source, WriterImage: "asya-sync:1", WriterCommand: writerCommand(cur)}
+				return &Running{TemplateHash: TemplateHash(tmpl), Hash: old.Hash, ConfigMapScript: text(old.Source),
+					TemplateScript: text(old.Source), WriterImage: "asya-sync:1", WriterCommand: writerCommand(cur)}
 			}
 			scripts := []asyaruntime.Delivery{asyaruntime.ConfigMap, asyaruntime.PodTemplate}
 			all := append(scripts, asyaruntime.InitContainer)
@@ -55,7 +55,7 @@ func TestGiven(t *testing.T) {
 				}, nil},
 				// The writer's image holds the script: there is none to edit.
 				{"a script edited by hand", func(in *Input) {
-					in.Decided.Running.ConfigMapScript, in.Decided.Running.TemplateScript = "# edited\n", "# edited\n"
+					in.Decided.Running.ConfigMapScript, in.Decided.Running.TemplateScript = text("# edited\n"), text("# edited\n")
 				}, []asyaruntime.Delivery{asyaruntime.InitContainer}},
 				// Only the init container runs a command.
 				{"a writer of another command", func(in *Input) {
@@ -77,6 +77,9 @@ func TestGiven(t *testing.T) {
 		})
 	}
 }
+
+// text reads s, as Running reads an observed script.
+func text(s string) func() string { return func() string { return s } }
 
 // TestCheckDelivery: the configuration names a delivery asya-sync has, and
 // gives it what it needs.

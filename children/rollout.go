@@ -34,9 +34,11 @@ type Running struct {
 	TemplateHash string
 	// Hash is the pod template's AnnotationRuntimeHash.
 	Hash string
-	// ConfigMapScript is the script of the actor's runtime ConfigMap, and
-	// TemplateScript the pod template's AnnotationRuntimeScript.
-	ConfigMapScript, TemplateScript string
+	// ConfigMapScript reads the script of the actor's runtime ConfigMap,
+	// and TemplateScript the pod template's AnnotationRuntimeScript; nil
+	// when there is none. They are read only while the pods run another
+	// runtime than the current one: a steady sync decodes neither.
+	ConfigMapScript, TemplateScript func() string
 	// Writer is the pod template's RuntimeWriterContainer, if it has one:
 	// its image and command.
 	WriterImage   string

@@ -163,7 +163,7 @@ type PodTemplate struct {
 	Metadata struct {
 		Annotations struct {
 			RuntimeHash   string `json:"asya.sh/runtime-hash"`
-			RuntimeScript string `json:"asya.sh/runtime-script"`
+			RuntimeScript Text   `json:"asya.sh/runtime-script"`
 		} `json:"annotations"`
 	} `json:"metadata"`
 	Spec struct {
@@ -205,7 +205,7 @@ func (s *StatefulSet) Typed() *appsv1.StatefulSet {
 type ConfigMap struct {
 	Object
 	Data struct {
-		RuntimeScript string `json:"asya_runtime.py"`
+		RuntimeScript Text `json:"asya_runtime.py"`
 	} `json:"data"`
 }
 

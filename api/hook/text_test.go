@@ -1,0 +1,41 @@
+package hook
+
+import (
+	"strings"
+	"testing"
+)
+
+// TestScriptsDecodeWhenRead: an observed runtime script is kept as it
+// came and reads as the string it encodes; a value that is no string is a
+// malformed request, as when it was decoded at once.
+func TestScriptsDecodeWhenRead(t *testing.T) {
+	request := func(script string) []byte {
+		return []byte(`{"parent": {"apiVersion": "asya.sh/v1alpha1", "kind": "AsyncActor", "metadata": {"name": "a", "namespace": "n"}, "spec": {}},
+		"children": {"ConfigMap.v1": {"n/a-asya-runtime": {"metadata": {"name": "a-asya-runtime", "namespace": "n"}, "data": {"asya_runtime.py": ` + script + `}}},
+			"Deployment.apps/v1": {"n/a": {"metadata": {"name": "a"}, "spec": {"template": {"metadata": {"annotations": {"asya.sh/runtime-script": ` + script + `}}}}}}}}`)
+	}
+	for _, tc := range []struct{ raw, want string }{
+		{`"import os\n\u00e9\"\u003c"`, "import os\n\u00e9\"<"},
+		{`""`, ""},
+		{`null`, ""},
+	} {
+		req, err := DecodeSyncRequest(request(tc.raw))
+		if err != nil {
+			t.Fatalf("%s: %v", tc.raw, err)
+		}
+		cm := Get(req.Children.ConfigMaps, "a-asya-runtime").Data.RuntimeScript.String()
+		tmpl := Get(req.Children.Deployments, "a").Spec.Template.Metadata.Annotations.RuntimeScript.String()
+		if cm != tc.want || tmpl != tc.want {
+			t.Errorf("%s: read %q and %q, want %q", tc.raw, cm, tmpl, tc.want)
+		}
+	}
+	var absent Text
+	if absent.String() != "" {
+		t.Error("an absent script reads as more than nothing")
+	}
+	for _, raw := range []string{`1`, `{}`, `["x"]`, `true`} {
+		if _, err := DecodeSyncRequest(request(raw)); err == nil || !strings.Contains(err.Error(), "invalid request JSON") {
+			t.Errorf("a script %s: %v, want a malformed request", raw, err)
+		}
+	}
+}
