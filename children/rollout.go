@@ -55,22 +55,42 @@ type Running struct {
 // actor, pods that roll for another reason, an actor or service that asks
 // for Immediate.
 func Given(in Input) (rt Runtime, pending string) {
+	pods := PodsOf(in)
+	return pods.Runtime, pods.Pending
+}
+
+// givenPods is Given's runtime with the pod template around it, built and
+// hashed once: TemplateHash leaves the runtime out, so the template of
+// the runtime the pods keep hashes as the current one's would, and tells
+// whether they roll anyway.
+func givenPods(in Input) Pods {
+	rt, pending, kept := keptRuntime(in)
+	pods := Pods{Template: podTemplate(in, rt), Runtime: rt, Pending: pending}
+	pods.TemplateHash = TemplateHash(pods.Template)
+	if r := in.Decided.Running; kept && r.TemplateHash != "" && r.TemplateHash != pods.TemplateHash {
+		// The pods roll anyway; they take the current runtime with the rest.
+		pods.Runtime, pods.Pending = in.current(), ""
+		pods.Template = podTemplate(in, pods.Runtime)
+	}
+	return pods
+}
+
+// keptRuntime is the runtime the pods keep unless they roll for another
+// reason (kept), else the current one.
+func keptRuntime(in Input) (rt Runtime, pending string, kept bool) {
 	d, cur, r := in.delivery(), in.current(), in.Decided.Running
 	if r == nil || r.Hash == "" || in.runtimeUpdate() != asyaruntime.Pinned {
-		return cur, ""
+		return cur, "", false
 	}
 	observed := Runtime{Script: asyaruntime.Script{Hash: r.Hash}, Image: r.WriterImage}
 	if r.Hash == cur.Script.Hash && d.name(observed) == d.name(cur) {
-		return cur, "" // the pods run the current runtime
+		return cur, "", false // the pods run the current runtime
 	}
-	kept, ok := d.running(r, cur)
+	running, ok := d.running(r, cur)
 	if !ok {
-		return cur, ""
+		return cur, "", false
 	}
-	if r.TemplateHash != "" && r.TemplateHash != TemplateHash(podTemplate(in, cur)) {
-		return cur, "" // the pods roll anyway; they take the current runtime with the rest
-	}
-	return kept, d.name(cur)
+	return running, d.name(cur), true
 }
 
 // runtimeUpdate is the actor's own choice, else the service's; Pinned
@@ -88,7 +108,7 @@ func (in Input) runtimeUpdate() asyaruntime.Update {
 
 // workloadAnnotations are ours on the workload itself.
 func (in Input) workloadAnnotations(pods Pods) map[string]string {
-	a := map[string]string{AnnotationTemplateHash: TemplateHash(pods.Template)}
+	a := map[string]string{AnnotationTemplateHash: pods.TemplateHash}
 	if pods.Pending != "" {
 		a[AnnotationRuntimePending] = pods.Pending
 	}

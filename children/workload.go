@@ -18,19 +18,17 @@ import (
 const AnnotationRuntimeHash = "asya.sh/runtime-hash"
 
 // Pods is what the actor's pods are given, worked out once per call: the
-// pod template, the runtime in it, and the current runtime's name while
-// the pods keep another (Given).
+// pod template and its TemplateHash, the runtime in it, and the current
+// runtime's name while the pods keep another (Given).
 type Pods struct {
-	Template corev1.PodTemplateSpec
-	Runtime  Runtime
-	Pending  string
+	Template     corev1.PodTemplateSpec
+	TemplateHash string
+	Runtime      Runtime
+	Pending      string
 }
 
 // PodsOf works out the actor's pods.
-func PodsOf(in Input) Pods {
-	rt, pending := Given(in)
-	return Pods{Template: podTemplate(in, rt), Runtime: rt, Pending: pending}
-}
+func PodsOf(in Input) Pods { return givenPods(in) }
 
 // Workload returns the actor's Deployment or StatefulSet around its pods,
 // PodsOf(in), which the caller works out once: it checks their template
