@@ -123,6 +123,8 @@ type ObjectMeta struct {
 	Generation        int64        `json:"generation"`
 	CreationTimestamp metav1.Time  `json:"creationTimestamp"`
 	DeletionTimestamp *metav1.Time `json:"deletionTimestamp"`
+	// ManagedFields, a third of a realistic request, is read past.
+	ManagedFields skipped `json:"managedFields"`
 }
 
 func (o *Object) meta() *ObjectMeta { return &o.Metadata }
@@ -229,6 +231,7 @@ func (s *ScaledObject) Typed() *kedav1alpha1.ScaledObject {
 // container states.
 type Pod struct {
 	Object
+	Spec   skipped          `json:"spec"`
 	Status corev1.PodStatus `json:"status"`
 }
 
