@@ -34,7 +34,7 @@ func DecodeParent(raw json.RawMessage, found flavor.Found) (actor *v1alpha1.Asyn
 		return nil, nil, errors.New("request has no parent")
 	}
 	var shell parentShell
-	if err := json.Unmarshal(raw, &shell); err != nil {
+	if err := unmarshalV1(raw, &shell); err != nil {
 		return nil, nil, fmt.Errorf("parent: %w", err)
 	}
 	want := v1alpha1.GroupVersion.String()
