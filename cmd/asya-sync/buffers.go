@@ -3,9 +3,10 @@ package main
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"net/http"
 	"sync"
+
+	"github.com/asya-sh/asya-sync/api/hook"
 )
 
 // A realistic sync request is about 180 KB and its answer about 20 KB.
@@ -62,16 +63,15 @@ func bodyBuffer(r *http.Request, size int64) []byte {
 	return b.body[:0]
 }
 
-// encodeAnswer is json.Marshal of v followed by a newline, in the call's
-// borrowed answer buffer if it has one.
+// encodeAnswer is json.Marshal of v followed by a newline (hook.Encode),
+// in the call's borrowed answer buffer if it has one.
 func encodeAnswer(r *http.Request, v any) ([]byte, error) {
 	buf := new(bytes.Buffer)
 	if b := borrowed(r); b != nil {
 		buf = &b.answer
 		buf.Reset()
 	}
-	// Encode writes what Marshal returns, and a newline.
-	if err := json.NewEncoder(buf).Encode(v); err != nil {
+	if err := hook.Encode(buf, v); err != nil {
 		return nil, err
 	}
 	return buf.Bytes(), nil
