@@ -47,9 +47,9 @@ type notReadyPod struct {
 func analyzePods(pods []corev1.Pod, now time.Time) podReport {
 	var r podReport
 	for _, pod := range livePods(pods) {
-		problems, startIn := podProblems(&pod, now)
+		problems, startIn := podProblems(pod, now)
 		r.noteStart(startIn)
-		r.noteNotReady(&pod)
+		r.noteNotReady(pod)
 		if len(problems) == 0 {
 			continue
 		}
@@ -71,16 +71,18 @@ func analyzePods(pods []corev1.Pod, now time.Time) podReport {
 }
 
 // livePods are the pods that count, sorted by name so that the pod a
-// message names does not depend on the order they were listed in.
-func livePods(pods []corev1.Pod) []corev1.Pod {
-	live := make([]corev1.Pod, 0, len(pods))
-	for _, p := range pods {
+// message names does not depend on the order they were listed in. They
+// point into pods: a pod is a kilobyte to copy.
+func livePods(pods []corev1.Pod) []*corev1.Pod {
+	live := make([]*corev1.Pod, 0, len(pods))
+	for i := range pods {
+		p := &pods[i]
 		if p.DeletionTimestamp != nil || p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed {
 			continue
 		}
 		live = append(live, p)
 	}
-	slices.SortFunc(live, func(a, b corev1.Pod) int { return strings.Compare(a.Name, b.Name) })
+	slices.SortFunc(live, func(a, b *corev1.Pod) int { return strings.Compare(a.Name, b.Name) })
 	return live
 }
 
