@@ -103,11 +103,11 @@ func (in Input) current() Runtime {
 // keptScript is the script the pods were given, read by src, if it can
 // stand in for current's: the one the pod template's hash names, speaking
 // the protocol current's speaks.
-func keptScript(src func() string, r *Running, current Runtime) (Runtime, bool) {
+func keptScript(src func() asyaruntime.Script, r *Running, current Runtime) (Runtime, bool) {
 	if src == nil {
 		return Runtime{}, false
 	}
-	kept := asyaruntime.NewScript(src())
+	kept := src()
 	if kept.Source == "" || kept.Hash != r.Hash || kept.HTTP != current.Script.HTTP {
 		return Runtime{}, false
 	}

@@ -79,7 +79,9 @@ func TestGiven(t *testing.T) {
 }
 
 // text reads s, as Running reads an observed script.
-func text(s string) func() string { return func() string { return s } }
+func text(s string) func() asyaruntime.Script {
+	return func() asyaruntime.Script { return asyaruntime.NewScript(s) }
+}
 
 // TestCheckDelivery: the configuration names a delivery asya-sync has, and
 // gives it what it needs.

@@ -38,7 +38,7 @@ type Running struct {
 	// and TemplateScript the pod template's AnnotationRuntimeScript; nil
 	// when there is none. They are read only while the pods run another
 	// runtime than the current one: a steady sync decodes neither.
-	ConfigMapScript, TemplateScript func() string
+	ConfigMapScript, TemplateScript func() asyaruntime.Script
 	// Writer is the pod template's RuntimeWriterContainer, if it has one:
 	// its image and command.
 	WriterImage   string

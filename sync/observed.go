@@ -91,10 +91,10 @@ func runningOf[S any](w *hook.Workload[S], cm *hook.ConfigMap) *children.Running
 	r := &children.Running{
 		TemplateHash:   w.Metadata.Annotations.TemplateHash,
 		Hash:           tmpl.Metadata.Annotations.RuntimeHash,
-		TemplateScript: tmpl.Metadata.Annotations.RuntimeScript.String,
+		TemplateScript: tmpl.Metadata.Annotations.RuntimeScript.Read,
 	}
 	if cm != nil {
-		r.ConfigMapScript = cm.Data.RuntimeScript.String
+		r.ConfigMapScript = cm.Data.RuntimeScript.Read
 	}
 	for _, c := range tmpl.Spec.InitContainers {
 		if c.Name == children.RuntimeWriterContainer {

@@ -165,7 +165,7 @@ type PodTemplate struct {
 	Metadata struct {
 		Annotations struct {
 			RuntimeHash   string `json:"asya.sh/runtime-hash"`
-			RuntimeScript Text   `json:"asya.sh/runtime-script"`
+			RuntimeScript Script `json:"asya.sh/runtime-script"`
 		} `json:"annotations"`
 	} `json:"metadata"`
 	Spec struct {
@@ -207,7 +207,7 @@ func (s *StatefulSet) Typed() *appsv1.StatefulSet {
 type ConfigMap struct {
 	Object
 	Data struct {
-		RuntimeScript Text `json:"asya_runtime.py"`
+		RuntimeScript Script `json:"asya_runtime.py"`
 	} `json:"data"`
 }
 
