@@ -127,7 +127,7 @@ func TestHelmTemplateDefaults(t *testing.T) {
 	ctx := testenv.CtxFor(t, time.Minute)
 	objs := renderChart(t, "asya-system")
 	want := []string{"CompositeController/asya-sync", "ConfigMap/asya-sync", "CustomResourceDefinition/asyncactors.asya.sh",
-		"Deployment/asya-sync", "NetworkPolicy/asya-sync", "PodDisruptionBudget/asya-sync",
+		"CustomResourceDefinition/environmentconfigs.apiextensions.crossplane.io", "Deployment/asya-sync", "NetworkPolicy/asya-sync", "PodDisruptionBudget/asya-sync",
 		"Secret/asya-sync-tls", "Secret/asya-sync-token", "Service/asya-sync", "ServiceAccount/asya-sync"}
 	if got := testenv.Keys(objs); strings.Join(got, " ") != strings.Join(want, " ") {
 		t.Errorf("rendered %v, want %v", got, want)
