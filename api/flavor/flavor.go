@@ -33,23 +33,11 @@ var actorOnly = []string{"actor", "transport", "flavors"}
 // it has none.
 type Found map[string]json.RawMessage
 
-// Names returns the flavors a spec lists, nil when it lists none or its
-// flavors field is not a list of strings (the spec's decode says so).
-func Names(spec json.RawMessage) []string {
-	var s struct {
-		Flavors []string `json:"flavors"`
-	}
-	if json.Unmarshal(spec, &s) != nil {
-		return nil
-	}
-	return s.Flavors
-}
-
-// Apply returns spec with its flavors merged in. fields are the names a
-// flavor's data may hold at its top (a spec's own): any other is a
-// problem, as is a flavor that is not found or does not merge.
-func Apply(spec json.RawMessage, found Found, fields []string) (json.RawMessage, error) {
-	names := Names(spec)
+// Apply returns spec with the flavors it names (its decoded
+// spec.flavors) merged in. fields are the names a flavor's data may hold
+// at its top (a spec's own): any other is a problem, as is a flavor that
+// is not found or does not merge.
+func Apply(spec json.RawMessage, names []string, found Found, fields []string) (json.RawMessage, error) {
 	if len(names) == 0 {
 		return spec, nil
 	}

@@ -57,7 +57,11 @@ func TestApply(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, err := Apply(json.RawMessage(tt.spec), found, fields)
+			var named struct{ Flavors []string }
+			if err := json.Unmarshal([]byte(tt.spec), &named); err != nil {
+				t.Fatal(err)
+			}
+			got, err := Apply(json.RawMessage(tt.spec), named.Flavors, found, fields)
 			if tt.err != "" {
 				if err == nil || !strings.Contains(err.Error(), tt.err) {
 					t.Fatalf("err = %v, want one containing %q", err, tt.err)

@@ -59,7 +59,7 @@ func decodeSpec(raw json.RawMessage, found flavor.Found, spec *v1alpha1.AsyncAct
 	}
 	// A flavor that does not merge leaves the actor's own spec, so that
 	// the actor is still known for what it is while its status says why.
-	merged, err := flavor.Apply(raw, found, v1alpha1.FlatFields())
+	merged, err := flavor.Apply(raw, spec.Flavors, found, v1alpha1.FlatFields())
 	if err != nil {
 		return err
 	}
