@@ -155,9 +155,12 @@ func splitStream(path string, data []byte) ([]document, flavor.Found, error) {
 		if err != nil {
 			return nil, nil, fmt.Errorf("%s: document %d: %w", path, i, err)
 		}
-		switch {
-		case len(bytes.TrimSpace(doc)) == 0:
-		case isFlavor(doc):
+		if len(bytes.TrimSpace(doc)) == 0 {
+			continue
+		}
+		var tm metav1.TypeMeta
+		switch err := yaml.Unmarshal(doc, &tm); {
+		case err == nil && tm.Kind == flavor.Kind && tm.APIVersion == flavor.APIVersion:
 			var ec struct {
 				Metadata metav1.ObjectMeta `json:"metadata"`
 				Data     json.RawMessage   `json:"data"`
@@ -166,24 +169,18 @@ func splitStream(path string, data []byte) ([]document, flavor.Found, error) {
 				return nil, nil, fmt.Errorf("%s: document %d: %w", path, i, err)
 			}
 			flavors[ec.Metadata.Name] = ec.Data
-		case isActor(doc):
+		case isActor(tm, err):
 			docs = append(docs, document{i, doc})
 		}
 	}
 }
 
-func isFlavor(doc []byte) bool {
-	var tm metav1.TypeMeta
-	return yaml.Unmarshal(doc, &tm) == nil && tm.Kind == flavor.Kind && tm.APIVersion == flavor.APIVersion
-}
-
 // isActor: a manifest stream applied with kubectl often carries other
 // objects beside its actors (an example's handler ConfigMap); render skips
 // them. An AsyncActor of the wrong apiVersion is still an actor, and an
-// error.
-func isActor(doc []byte) bool {
-	var tm metav1.TypeMeta
-	return yaml.Unmarshal(doc, &tm) != nil || tm.Kind == "AsyncActor" || tm.Kind == ""
+// error, and so is a document that does not parse (decodeActor says why).
+func isActor(tm metav1.TypeMeta, parseErr error) bool {
+	return parseErr != nil || tm.Kind == "AsyncActor" || tm.Kind == ""
 }
 
 // decodeActor reads an actor a person wrote: a misspelled field is an
