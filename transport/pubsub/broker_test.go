@@ -183,12 +183,7 @@ func TestRecordsTheFirstClaim(t *testing.T) {
 func TestAdoptsUnrecordedQueue(t *testing.T) {
 	t.Parallel()
 	first, second := collision(t)
-	ctx := testenv.Context(t)
-	b := admin(t)
-	topics, subs, err := b.clients(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
+	b, ctx, topics, subs := adminClients(t)
 	if _, err := topics.CreateTopic(ctx, &pb.Topic{Name: b.cfg.TopicPath(first.Name()), Labels: map[string]string{"made-by": "crossplane"}}); err != nil {
 		t.Fatal(err)
 	}

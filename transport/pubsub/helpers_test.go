@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	vkit "cloud.google.com/go/pubsub/v2/apiv1"
 	pb "cloud.google.com/go/pubsub/v2/apiv1/pubsubpb"
 
 	_ "github.com/asya-sh/asya-sync/internal/golden" // accepts -update like every test package
@@ -36,6 +37,19 @@ func newBroker(t *testing.T, change ...func(*Settings)) *Broker {
 // of the one under test.
 func admin(t *testing.T) *Broker { return newBroker(t) }
 
+// adminClients are an admin broker and its clients, with the test's
+// context.
+func adminClients(t *testing.T) (*Broker, context.Context, *vkit.TopicAdminClient, *vkit.SubscriptionAdminClient) {
+	t.Helper()
+	b := admin(t)
+	ctx := testenv.Context(t)
+	topics, subs, err := b.clients(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b, ctx, topics, subs
+}
+
 // cleanup deletes q's topic and subscription at the end of the test,
 // whoever holds them.
 func cleanup(t *testing.T, q transport.Queue) {
@@ -55,23 +69,13 @@ func cleanup(t *testing.T, q transport.Queue) {
 
 func getTopic(t *testing.T, name string) (*pb.Topic, error) {
 	t.Helper()
-	b := admin(t)
-	ctx := testenv.Context(t)
-	topics, _, err := b.clients(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
+	b, ctx, topics, _ := adminClients(t)
 	return topics.GetTopic(ctx, &pb.GetTopicRequest{Topic: b.cfg.TopicPath(name)})
 }
 
 func getSubscription(t *testing.T, name string) (*pb.Subscription, error) {
 	t.Helper()
-	b := admin(t)
-	ctx := testenv.Context(t)
-	_, subs, err := b.clients(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
+	b, ctx, _, subs := adminClients(t)
 	return subs.GetSubscription(ctx, &pb.GetSubscriptionRequest{Subscription: b.cfg.SubscriptionPath(name)})
 }
 
@@ -87,12 +91,7 @@ func mustSubscription(t *testing.T, name string) *pb.Subscription {
 // publish puts a message on the queue's topic, as a sidecar does.
 func publish(t *testing.T, q transport.Queue, data string) {
 	t.Helper()
-	b := admin(t)
-	ctx := testenv.Context(t)
-	topics, _, err := b.clients(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
+	b, ctx, topics, _ := adminClients(t)
 	if _, err := topics.Publish(ctx, &pb.PublishRequest{Topic: b.cfg.TopicPath(q.Name()), Messages: []*pb.PubsubMessage{{Data: []byte(data)}}}); err != nil {
 		t.Fatal(err)
 	}
@@ -102,12 +101,7 @@ func publish(t *testing.T, q transport.Queue, data string) {
 // acknowledging them.
 func pull(t *testing.T, q transport.Queue, max int32) []string {
 	t.Helper()
-	b := admin(t)
-	ctx := testenv.Context(t)
-	_, subs, err := b.clients(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
+	b, ctx, _, subs := adminClients(t)
 	resp, err := subs.Pull(ctx, &pb.PullRequest{Subscription: b.cfg.SubscriptionPath(q.Name()), MaxMessages: max, ReturnImmediately: true}) //nolint:staticcheck // the emulator answers at once either way
 	if err != nil {
 		t.Fatal(err)
