@@ -179,6 +179,7 @@ gen_manifests() {
   { echo "$header"
     "$BIN/helm" template asya-sync ./chart --namespace asya-system "${user[@]}" "${existing[@]}" \
       --show-only templates/serviceaccount.yaml \
+      --show-only templates/rbac.yaml \
       --show-only templates/configmap.yaml \
       --show-only templates/service.yaml \
       --show-only templates/deployment.yaml \

@@ -52,10 +52,9 @@ type Config struct {
 // (docs/performance.md#what-metacontroller-pays); each can be turned off,
 // and the status then says what it is not told.
 type Watch struct {
-	// Pods: the actor's pods, for pod-level health (RuntimeError,
-	// ImagePullError, PendingResources, ...). Without them the status
-	// reads the workload's replica counts only.
-	Pods bool `json:"pods"`
+	// Pods: how the status learns of the actor's pods, for pod-level
+	// health (RuntimeError, ImagePullError, PendingResources, ...).
+	Pods PodWatch `json:"pods"`
 	// Secrets: the Secrets the transport references, so that a missing one
 	// is a ConfigError before any pod fails on it.
 	Secrets bool `json:"secrets"`
@@ -65,8 +64,39 @@ type Watch struct {
 	Namesakes bool `json:"namesakes"`
 }
 
-// WatchAll is the default: everything the status can report.
-var WatchAll = Watch{Pods: true, Secrets: true, Namesakes: true}
+// PodWatch is where pod-level health comes from: watch.pods true, false
+// or whileUnhealthy.
+type PodWatch string
+
+const (
+	// PodsWatched (true): Metacontroller watches every actor's pods, and
+	// every pod event of the cluster costs it a pass over every actor.
+	PodsWatched PodWatch = "true"
+	// PodsOff (false): the workload's replica counts only.
+	PodsOff PodWatch = "false"
+	// PodsWhileUnhealthy: asya-sync lists an actor's pods itself, from the
+	// API server, while the observed workload is not settled; a settled
+	// one needs no pod list. Metacontroller watches no pods.
+	PodsWhileUnhealthy PodWatch = "whileUnhealthy"
+)
+
+// Off: no pod-level health (false, or a Watch written without it).
+func (p PodWatch) Off() bool { return p != PodsWatched && p != PodsWhileUnhealthy }
+
+// UnmarshalJSON takes true, false or "whileUnhealthy".
+func (p *PodWatch) UnmarshalJSON(data []byte) error {
+	switch w := PodWatch(strings.Trim(string(data), `"`)); w {
+	case PodsWatched, PodsOff, PodsWhileUnhealthy:
+		*p = w
+		return nil
+	}
+	return fmt.Errorf("watch.pods: %s is not true, false or %s", data, PodsWhileUnhealthy)
+}
+
+// WatchDefault is the default: everything the status can report, pods
+// read by asya-sync only while they can tell something the workload
+// does not.
+var WatchDefault = Watch{Pods: PodsWhileUnhealthy, Secrets: true, Namesakes: true}
 
 // Transport is one named transport: its name, whether it is enabled, and
 // its kind with the kind's decoded and checked settings.
@@ -122,9 +152,9 @@ func Parse(data []byte) (*Config, error) {
 		QueueCacheTTL          json.RawMessage         `json:"queueCacheTTL"`
 		Transports             map[string]rawTransport `json:"transports"`
 		Watch                  struct {
-			Pods      *bool `json:"pods"`
-			Secrets   *bool `json:"secrets"`
-			Namesakes *bool `json:"namesakes"`
+			Pods      *PodWatch `json:"pods"`
+			Secrets   *bool     `json:"secrets"`
+			Namesakes *bool     `json:"namesakes"`
 		} `json:"watch"`
 		RuntimeDelivery asyaruntime.Delivery `json:"runtimeDelivery"`
 		RuntimeUpdate   asyaruntime.Update   `json:"runtimeUpdate"`
@@ -140,9 +170,9 @@ func Parse(data []byte) (*Config, error) {
 		GatewayURL:             raw.GatewayURL,
 		Transports:             map[string]Transport{},
 		Watch: Watch{
-			Pods:      ptr.Deref(raw.Watch.Pods, WatchAll.Pods),
-			Secrets:   ptr.Deref(raw.Watch.Secrets, WatchAll.Secrets),
-			Namesakes: ptr.Deref(raw.Watch.Namesakes, WatchAll.Namesakes),
+			Pods:      ptr.Deref(raw.Watch.Pods, WatchDefault.Pods),
+			Secrets:   ptr.Deref(raw.Watch.Secrets, WatchDefault.Secrets),
+			Namesakes: ptr.Deref(raw.Watch.Namesakes, WatchDefault.Namesakes),
 		},
 		RuntimeDelivery: raw.RuntimeDelivery,
 		RuntimeUpdate:   raw.RuntimeUpdate,

@@ -30,7 +30,7 @@ transports:
 	if cfg.QueueCacheTTL.Duration != 5*time.Minute {
 		t.Errorf("queueCacheTTL = %v, want 5m", cfg.QueueCacheTTL.Duration)
 	}
-	if cfg.Watch != WatchAll || cfg.RuntimeDelivery != asyaruntime.ConfigMap || cfg.RuntimeUpdate != asyaruntime.Pinned {
+	if cfg.Watch != WatchDefault || cfg.RuntimeDelivery != asyaruntime.ConfigMap || cfg.RuntimeUpdate != asyaruntime.Pinned {
 		t.Errorf("watch = %+v, runtimeDelivery = %q, runtimeUpdate = %q; want everything watched, a ConfigMap, Pinned",
 			cfg.Watch, cfg.RuntimeDelivery, cfg.RuntimeUpdate)
 	}
@@ -130,9 +130,17 @@ func TestWatchAndRuntimeDelivery(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := Watch{Pods: false, Secrets: true, Namesakes: false}
+	want := Watch{Pods: PodsOff, Secrets: true, Namesakes: false}
 	if cfg.Watch != want || cfg.RuntimeDelivery != asyaruntime.PodTemplate {
 		t.Errorf("watch = %+v, runtimeDelivery = %q; want %+v and podTemplate", cfg.Watch, cfg.RuntimeDelivery, want)
+	}
+	for text, pods := range map[string]PodWatch{"true": PodsWatched, "false": PodsOff, "whileUnhealthy": PodsWhileUnhealthy} {
+		if cfg, err := Parse([]byte("watch: {pods: " + text + "}")); err != nil || cfg.Watch.Pods != pods {
+			t.Errorf("watch.pods %s: got %v, %v; want %q", text, cfg, err, pods)
+		}
+	}
+	if _, err := Parse([]byte("watch: {pods: sometimes}")); err == nil || !strings.Contains(err.Error(), "whileUnhealthy") {
+		t.Errorf("watch.pods sometimes: err = %v, want one naming the values taken", err)
 	}
 	cfg, err = Parse([]byte("runtimeDelivery: initContainer\nruntimeImage: registry.example/asya-sync:1.0.0"))
 	if err != nil {

@@ -47,7 +47,8 @@ func (o *observation) setConditions(st *v1alpha1.AsyncActorStatus) {
 		noting(u.Secrets, "referenced Secrets not checked (watch.secrets: false)").
 		noting(u.Namesakes, "actors of this name in other namespaces not checked (watch.namesakes: false)"))
 	o.set(&st.Conditions, ConditionWorkloadReady, o.workloadCondition().
-		noting(u.Pods, "pod health not watched (watch.pods: false)"))
+		noting(u.Pods, "pod health not watched (watch.pods: false)").
+		noting(u.PodsUnread != "", "pod health not read: "+u.PodsUnread))
 	if o.actor.Spec.Scaling.On() {
 		o.set(&st.Conditions, ConditionScalingReady, o.scaling.condition)
 	} else {

@@ -110,6 +110,10 @@ type Input struct {
 	ScaledObject *kedav1alpha1.ScaledObject
 	// Pods are the actor's pods, in any order.
 	Pods []corev1.Pod
+	// PodsReread: the pods were listed for this call rather than watched
+	// (watch.pods whileUnhealthy), so no pod event brings the next call:
+	// look again after this long while the workload is not settled.
+	PodsReread time.Duration
 	// MissingSecrets are referenced Secrets that were looked for and not
 	// found.
 	MissingSecrets []string
@@ -138,6 +142,9 @@ type Input struct {
 type Unwatched struct {
 	// Pods: no pod-level health; the workload's counts only.
 	Pods bool
+	// PodsUnread says why the pods of a workload that is not settled
+	// could not be listed (watch.pods whileUnhealthy), if they could not.
+	PodsUnread string
 	// Secrets: the transport references Secrets that are not looked for.
 	Secrets bool
 	// Namesakes: actors of the same name in other namespaces are not seen.

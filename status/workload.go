@@ -60,3 +60,16 @@ func WorkloadFromStatefulSet(s *appsv1.StatefulSet) *Workload {
 		AvailableReplicas:  s.Status.AvailableReplicas,
 	}
 }
+
+// Settled: the workload's controller has seen its spec, and every replica
+// the spec wants is updated, ready and available, with no failure of the
+// controller's own. Its pods can then tell nothing that its counts do
+// not: no pod is waiting, crashing or unscheduled.
+func (w *Workload) Settled() bool {
+	want := int32(1)
+	if w.DesiredReplicas != nil {
+		want = *w.DesiredReplicas
+	}
+	return w.ObservedGeneration >= w.Generation && w.Failure == nil &&
+		w.Replicas == want && w.UpdatedReplicas == want && w.ReadyReplicas == want && w.AvailableReplicas == want
+}

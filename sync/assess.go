@@ -8,6 +8,7 @@ import (
 	"time"
 
 	kedav1alpha1 "github.com/kedacore/keda/v2/apis/keda/v1alpha1"
+	corev1 "k8s.io/api/core/v1"
 
 	"github.com/asya-sh/asya-sync/api/hook"
 	"github.com/asya-sh/asya-sync/api/v1alpha1"
@@ -51,6 +52,10 @@ type assessment struct {
 	retryAfter time.Duration
 	// unwatched: what Metacontroller does not send, by configuration.
 	unwatched status.Unwatched
+	// podsRead are the pods the service listed itself (readPods), and
+	// podsReread how soon to list them again.
+	podsRead   []corev1.Pod
+	podsReread time.Duration
 }
 
 // assess validates the actor and decides who owns its queue.

@@ -7,6 +7,7 @@ import (
 	"github.com/asya-sh/asya-sync/api/hook"
 	"github.com/asya-sh/asya-sync/api/v1alpha1"
 	"github.com/asya-sh/asya-sync/children"
+	"github.com/asya-sh/asya-sync/config"
 	"github.com/asya-sh/asya-sync/status"
 )
 
@@ -34,7 +35,7 @@ func (h *Handler) Customize(req *hook.CustomizeRequest) *hook.CustomizeResponse 
 	ns, name := actor.Namespace, actor.Name
 	watch := h.Config.Watch
 	var rules []hook.RelatedResourceRule
-	if watch.Pods {
+	if watch.Pods == config.PodsWatched {
 		rules = append(rules, hook.RelatedResourceRule{APIVersion: "v1", Resource: "pods", Namespace: ns,
 			LabelSelector: &hook.LabelSelector{MatchLabels: map[string]string{children.LabelActor: name}}})
 	}
@@ -61,7 +62,7 @@ func (h *Handler) Customize(req *hook.CustomizeRequest) *hook.CustomizeResponse 
 func (h *Handler) unwatched(transportName string) status.Unwatched {
 	watch := h.Config.Watch
 	return status.Unwatched{
-		Pods:      !watch.Pods,
+		Pods:      watch.Pods.Off(),
 		Secrets:   !watch.Secrets && len(h.secretNames(transportName)) > 0,
 		Namesakes: !watch.Namesakes,
 	}

@@ -15,15 +15,17 @@ import (
 // that one; the Namespace is always asked for.
 func TestCustomizeFollowsWatch(t *testing.T) {
 	all := []string{"pods", "asyncactors", "secrets", "namespaces"}
+	watched := config.Watch{Pods: config.PodsWatched, Secrets: true, Namesakes: true}
 	for _, tc := range []struct {
 		name  string
 		watch config.Watch
 		want  []string
 	}{
-		{"everything", config.WatchAll, all},
-		{"no pods", config.Watch{Secrets: true, Namesakes: true}, []string{"asyncactors", "secrets", "namespaces"}},
-		{"no Secrets", config.Watch{Pods: true, Namesakes: true}, []string{"pods", "asyncactors", "namespaces"}},
-		{"no namesakes", config.Watch{Pods: true, Secrets: true}, []string{"pods", "secrets", "namespaces"}},
+		{"everything", watched, all},
+		{"default: pods read by the service", config.WatchDefault, []string{"asyncactors", "secrets", "namespaces"}},
+		{"no pods", config.Watch{Pods: config.PodsOff, Secrets: true, Namesakes: true}, []string{"asyncactors", "secrets", "namespaces"}},
+		{"no Secrets", config.Watch{Pods: config.PodsWatched, Namesakes: true}, []string{"pods", "asyncactors", "namespaces"}},
+		{"no namesakes", config.Watch{Pods: config.PodsWatched, Secrets: true}, []string{"pods", "secrets", "namespaces"}},
 		{"nothing", config.Watch{}, []string{"namespaces"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -37,7 +39,8 @@ func TestCustomizeFollowsWatch(t *testing.T) {
 				t.Errorf("rules (-want +got):\n%s", diff)
 			}
 			u := h.unwatched("rabbitmq")
-			if u.Pods != !slices.Contains(got, "pods") || u.Secrets != !slices.Contains(got, "secrets") || u.Namesakes != !slices.Contains(got, "asyncactors") {
+			podHealth := slices.Contains(got, "pods") || tc.watch.Pods == config.PodsWhileUnhealthy
+			if u.Pods != !podHealth || u.Secrets != !slices.Contains(got, "secrets") || u.Namesakes != !slices.Contains(got, "asyncactors") {
 				t.Errorf("the status is told %+v is unwatched, but customize asks for %v", u, got)
 			}
 		})

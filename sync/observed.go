@@ -29,6 +29,7 @@ func (a *assessment) statusInput(now time.Time) status.Input {
 		ScalingActive:   a.scalingActive,
 		ScaledObject:    a.scaledObject(),
 		Pods:            a.pods(),
+		PodsReread:      a.podsReread,
 		MissingSecrets:  a.missingSecrets(),
 		SecretProblems:  a.secretProblems,
 		QueueIdentifier: a.queueIdentifier(),
@@ -112,6 +113,9 @@ func (a *assessment) scaledObject() *kedav1alpha1.ScaledObject {
 }
 
 func (a *assessment) pods() []corev1.Pod {
+	if a.podsRead != nil {
+		return a.podsRead
+	}
 	if len(a.req.Related.Pods) == 0 {
 		return nil
 	}

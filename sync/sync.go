@@ -27,7 +27,10 @@ type Handler struct {
 	Script     asyaruntime.Script
 	// FlatScript is the runtime of flat actors, which talks HTTP.
 	FlatScript asyaruntime.Script
-	Now        func() time.Time
+	// Pods lists an actor's pods for watch.pods whileUnhealthy; nil when
+	// the service has no API client.
+	Pods PodLister
+	Now  func() time.Time
 }
 
 // Answer is the whole of a sync or finalize, top to bottom: validate the
@@ -35,6 +38,7 @@ type Handler struct {
 // deleted), build the children, compute the status.
 func (h *Handler) Answer(ctx context.Context, req *hook.SyncRequest) (*hook.Response, error) {
 	a := h.assess(req)
+	h.readPods(ctx, a)
 	switch {
 	case a.found && !namesQueue(a.actor):
 		a.queue = unnamedQueue(a.actor, req.Finalizing)

@@ -273,3 +273,8 @@ sink and the sump, x-sink and x-sump unless set, are two different actors.
 {{- end -}}
 {{- end -}}
 {{- end -}}
+
+{{/* The service lists actors' pods itself (config.watch.pods whileUnhealthy): it needs its token and the right to. */}}
+{{- define "asya-sync.readsPods" -}}
+{{- if eq (toString .Values.config.watch.pods) "whileUnhealthy" -}}true{{- end -}}
+{{- end -}}

@@ -22,6 +22,7 @@ Usage:
                    [--max-body-bytes N]
                    [--max-concurrent-syncs N] [--hook-timeout DURATION]
                    [--actor-status-window DURATION] [--drain-delay DURATION]
+                   [--kubeconfig FILE]
   asya-sync render -f ACTOR.yaml [--config FILE]
                    without a configuration, one RabbitMQ transport
                    "rabbitmq" on 127.0.0.1 (guest); touches no broker
@@ -43,6 +44,9 @@ at once. --hook-timeout (Metacontroller's webhook timeout, 10s) and
 ready and goes on serving for --drain-delay (0; the chart sets 10s), each
 answer closing its connection, while a Service stops routing to it; then it
 closes its listeners and lets the calls in flight finish (up to 25s).
+With watch.pods whileUnhealthy (the default) serve lists the pods of actors
+whose workload is not settled, as its pod's ServiceAccount, or with
+--kubeconfig ($KUBECONFIG) outside a cluster.
 "asya-sync serve -h" lists the flags with their defaults.
 `
 

@@ -38,6 +38,9 @@ type serveFlags struct {
 	// allowUnauthenticated acknowledges HTTPS hooks that check no caller
 	// (no token, no client CA): without it serve refuses to start so.
 	allowUnauthenticated bool
+	// kubeconfig: the API server's address and credentials for reading
+	// pods, outside a cluster.
+	kubeconfig string
 }
 
 func parseServeFlags(args []string, stderr io.Writer) (serveFlags, error) {
@@ -95,6 +98,8 @@ func serveFlagSet(f *serveFlags) *flag.FlagSet {
 		"require hook calls to present Authorization: Bearer <the content of any file in this directory> (a mounted Secret: one token a key)")
 	fs.BoolVar(&f.allowUnauthenticated, "allow-unauthenticated", os.Getenv("ASYA_SYNC_ALLOW_UNAUTHENTICATED") == "true",
 		"serve HTTPS hooks without a token (file or directory) or --client-ca-file: anyone who reaches them may call /finalize, which deletes queues")
+	fs.StringVar(&f.kubeconfig, "kubeconfig", os.Getenv("KUBECONFIG"),
+		"read pods (watch.pods whileUnhealthy) with this kubeconfig rather than the pod's ServiceAccount")
 	return fs
 }
 
@@ -240,7 +245,8 @@ func newServer(f serveFlags, log zerolog.Logger) (*server, *credentials, brokers
 		return nil, nil, brokers.Set{}, err
 	}
 	srv := &server{
-		hooks:   &hooksync.Handler{Config: cfg, Transports: yieldingBrokers{opened}, Script: script, FlatScript: asyaruntime.EmbeddedHTTP(), Now: time.Now},
+		hooks: &hooksync.Handler{Config: cfg, Transports: yieldingBrokers{opened}, Script: script, FlatScript: asyaruntime.EmbeddedHTTP(),
+			Pods: newPodLister(cfg, f.kubeconfig, log), Now: time.Now},
 		log:     log,
 		metrics: m,
 		maxBody: f.maxBody,

@@ -113,9 +113,9 @@ func TestCustomize(t *testing.T) {
 		t.Fatalf("got %d %v", code, body)
 	}
 	got, _ := json.Marshal(body["relatedResources"])
-	want := `[{"apiVersion":"v1","labelSelector":{"matchLabels":{"asya.sh/asya":"echo"}},"namespace":"ml","resource":"pods"},` +
-		// No namespace: the actors of this name in every namespace.
-		`{"apiVersion":"asya.sh/v1alpha1","names":["echo"],"resource":"asyncactors"},` +
+	// No pods (watch.pods whileUnhealthy: the service lists them itself),
+	// and no namespace: the actors of this name in every namespace.
+	want := `[{"apiVersion":"asya.sh/v1alpha1","names":["echo"],"resource":"asyncactors"},` +
 		`{"apiVersion":"v1","names":["mq-secret"],"namespace":"ml","resource":"secrets"},` +
 		`{"apiVersion":"v1","names":["ml"],"resource":"namespaces"}]`
 	if string(got) != want {

@@ -175,8 +175,17 @@ func TestHelmTemplateDefaults(t *testing.T) {
 	if fmt.Sprint(testenv.Field(d, "spec", "replicas")) != "2" {
 		t.Errorf("replicas %v", testenv.Field(d, "spec", "replicas"))
 	}
-	if pod["automountServiceAccountToken"] != false {
-		t.Errorf("service account token mounted")
+	// The token is mounted for one thing: listing pods (watch.pods
+	// whileUnhealthy), which is all the ClusterRole allows.
+	if pod["automountServiceAccountToken"] != true {
+		t.Errorf("service account token not mounted, with watch.pods whileUnhealthy")
+	}
+	rules := testenv.MustJSON(objs["ClusterRole/asya-sync-pods"]["rules"])
+	if rules != `[{"apiGroups":[""],"resources":["pods"],"verbs":["list"]}]` {
+		t.Errorf("ClusterRole asya-sync-pods rules %s, want list pods only", rules)
+	}
+	if testenv.Field(objs["ClusterRoleBinding/asya-sync-pods"], "subjects") == nil {
+		t.Errorf("no ClusterRoleBinding/asya-sync-pods in %v", testenv.Keys(objs))
 	}
 	c := pod["containers"].([]any)[0].(testenv.Obj)
 	if testenv.Field(c, "securityContext", "readOnlyRootFilesystem") != true || testenv.Field(pod, "securityContext", "runAsNonRoot") != true {

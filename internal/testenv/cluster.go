@@ -230,7 +230,7 @@ func (p *pki) issue(certFile, keyFile, commonName string, dnsNames ...string) er
 		KeyUsage:     x509.KeyUsageDigitalSignature,
 		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth, x509.ExtKeyUsageClientAuth},
 		DNSNames:     dnsNames,
-		IPAddresses:  []net.IP{net.ParseIP("127.0.0.1"), net.ParseIP("10.0.0.1")},
+		IPAddresses:  []net.IP{net.ParseIP("127.0.0.1"), net.ParseIP("10.0.0.1"), net.ParseIP(NodeIP)},
 	}
 	der, err := x509.CreateCertificate(rand.Reader, tmpl, p.caCert, &key.PublicKey, p.caKey)
 	if err != nil {
@@ -264,6 +264,12 @@ type cluster struct {
 	token      string
 	Kubeconfig string
 	Client     *Kube
+}
+
+// APIPort is the port the API server listens on, on loopback.
+func (c *cluster) APIPort() string {
+	_, port, _ := net.SplitHostPort(strings.TrimPrefix(c.url, "https://"))
+	return port
 }
 
 func startCluster(ctx context.Context, bin, dir string) (*cluster, error) {
@@ -328,7 +334,9 @@ func startCluster(ctx context.Context, bin, dir string) (*cluster, error) {
 		"--tls-private-key-file=" + p.keyFile,
 		"--client-ca-file=" + p.caPEM,
 		"--token-auth-file=" + tokenFile,
-		"--authorization-mode=AlwaysAllow",
+		// RBAC, as in a cluster: the test token is system:masters, and a
+		// pod's ServiceAccount has what the chart grants it.
+		"--authorization-mode=RBAC",
 		"--service-account-issuer=https://kubernetes.default.svc",
 		"--service-account-key-file=" + p.saPubFile,
 		"--service-account-signing-key-file=" + p.saKeyFile,

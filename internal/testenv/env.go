@@ -484,7 +484,7 @@ func (e *Env) startService(hookPort int, args ...string) error {
 	}
 	e.metricsURL = fmt.Sprintf("http://127.0.0.1:%d", ports[0])
 	args = append([]string{"serve", "--config", cfg, "--listen", fmt.Sprintf("127.0.0.1:%d", hookPort),
-		"--metrics-listen", fmt.Sprintf("127.0.0.1:%d", ports[0])}, args...)
+		"--metrics-listen", fmt.Sprintf("127.0.0.1:%d", ports[0]), "--kubeconfig", e.Cluster.Kubeconfig}, args...)
 	e.Service, err = StartProcess("asya-sync", e.Work, []string{
 		// The service's own SQS credentials come from the default chain.
 		"AWS_ACCESS_KEY_ID=e2e", "AWS_SECRET_ACCESS_KEY=e2e", "AWS_REGION=us-east-1",

@@ -95,7 +95,7 @@ func (e *Env) startNode(ctx context.Context) (*node, error) {
 		do   func() error
 	}{
 		{"bridge " + nodeBridge, n.makeBridge},
-		{"broker relays", n.startRelays},
+		{"broker and API server relays", func() error { return n.startRelays(e.Cluster) }},
 		{"containerd", n.startContainerd},
 		{"image import", func() error { return n.importImages(images) }},
 		{"kube-scheduler", func() error { return n.startScheduler(e.Cluster) }},
@@ -138,10 +138,11 @@ func (n *node) makeBridge() error {
 }
 
 // startRelays makes the brokers, which listen on loopback only, reachable
-// from the pods at the node's address, and the RabbitMQ management API at
-// NodeManagementPort.
-func (n *node) startRelays() error {
-	for port, to := range map[string]string{"5672": "5672", SQSPort(): SQSPort(), NodeManagementPort: "15672", PubSubPort(): PubSubPort()} {
+// from the pods at the node's address, the RabbitMQ management API at
+// NodeManagementPort, and the API server at its own port (NodeAPIServer).
+func (n *node) startRelays(c *cluster) error {
+	api := c.APIPort()
+	for port, to := range map[string]string{"5672": "5672", SQSPort(): SQSPort(), NodeManagementPort: "15672", PubSubPort(): PubSubPort(), api: api} {
 		l, err := net.Listen("tcp", net.JoinHostPort(NodeIP, port))
 		if err != nil {
 			return err
@@ -151,6 +152,13 @@ func (n *node) startRelays() error {
 	}
 	return nil
 }
+
+// NodeAPIPort is where a pod reaches the API server, at the node's
+// address: it listens on loopback, so the kubernetes Service's endpoint
+// (127.0.0.1) is no address a pod can reach, and a client's in-cluster
+// configuration is pointed at this relay instead (KUBERNETES_SERVICE_HOST
+// and _PORT). Its certificate names the node's address.
+func (e *Env) NodeAPIPort() string { return e.Cluster.APIPort() }
 
 // NodeManagementPort relays RabbitMQ's management API for the pods. The
 // API listens on every address, but RabbitMQ admits guest only from

@@ -353,7 +353,8 @@ func StartExtraService(t *testing.T, name, bin, cfg string, extraEnv []string) s
 		t.Fatal(err)
 	}
 	addr := fmt.Sprintf("127.0.0.1:%d", ports[0])
-	p, err := StartProcess("asya-sync-"+name, env.Work, append([]string{"ASYA_SYNC_CONFIG="}, extraEnv...),
+	// The kubeconfig lists pods for watch.pods whileUnhealthy.
+	p, err := StartProcess("asya-sync-"+name, env.Work, append([]string{"ASYA_SYNC_CONFIG=", "KUBECONFIG=" + env.Cluster.Kubeconfig}, extraEnv...),
 		bin, "serve", "--config", path, "--listen", addr)
 	if err != nil {
 		t.Fatal(err)
