@@ -53,50 +53,64 @@ type Config struct {
 // and the status then says what it is not told.
 type Watch struct {
 	// Pods: how the status learns of the actor's pods, for pod-level
-	// health (RuntimeError, ImagePullError, PendingResources, ...).
-	Pods PodWatch `json:"pods"`
+	// health (RuntimeError, ImagePullError, PendingResources, ...): true,
+	// false or whileUnhealthy.
+	Pods Source `json:"pods"`
 	// Secrets: the Secrets the transport references, so that a missing one
 	// is a ConfigError before any pod fails on it.
 	Secrets bool `json:"secrets"`
-	// Namesakes: the actors of the same name in every namespace, which
-	// claim the same queue (docs/design.md#queues). Without them every
-	// actor takes itself for its queue's only claimant.
-	Namesakes bool `json:"namesakes"`
+	// Namesakes: the actors that claim the actor's queue
+	// (docs/design.md#queues): of its name in every namespace for a nested
+	// actor, of its spec.actor in its namespace for a flat one; true,
+	// false or read. Without them every actor takes itself for its
+	// queue's only claimant.
+	Namesakes Source `json:"namesakes"`
 }
 
-// PodWatch is where pod-level health comes from: watch.pods true, false
-// or whileUnhealthy.
-type PodWatch string
+// Source is where the hook learns of one kind of related object.
+type Source string
 
 const (
-	// PodsWatched (true): Metacontroller watches every actor's pods, and
-	// every pod event of the cluster costs it a pass over every actor.
-	PodsWatched PodWatch = "true"
-	// PodsOff (false): the workload's replica counts only.
-	PodsOff PodWatch = "false"
-	// PodsWhileUnhealthy: asya-sync lists an actor's pods itself, from the
-	// API server, while the observed workload is not settled; a settled
-	// one needs no pod list. Metacontroller watches no pods.
-	PodsWhileUnhealthy PodWatch = "whileUnhealthy"
+	// Watched (true): a related rule; Metacontroller watches the objects
+	// in the whole cluster, and every event of one costs it a pass over
+	// every actor.
+	Watched Source = "true"
+	// Unseen (false): not at all; the status says so.
+	Unseen Source = "false"
+	// PodsWhileUnhealthy (pods only): asya-sync lists an actor's pods
+	// itself, from the API server, while the observed workload is not
+	// settled; a settled one needs no pod list.
+	PodsWhileUnhealthy Source = "whileUnhealthy"
+	// Read (namesakes only): asya-sync lists the actors of the claim
+	// itself, from the API server, on every call, by a field selector
+	// that returns those actors alone.
+	Read Source = "read"
 )
 
-// Off: no pod-level health (false, or a Watch written without it).
-func (p PodWatch) Off() bool { return p != PodsWatched && p != PodsWhileUnhealthy }
+// Off: not seen at all (false, or a Watch written without it).
+func (s Source) Off() bool { return s != Watched && s != PodsWhileUnhealthy && s != Read }
 
-// UnmarshalJSON takes true, false or "whileUnhealthy".
-func (p *PodWatch) UnmarshalJSON(data []byte) error {
-	switch w := PodWatch(strings.Trim(string(data), `"`)); w {
-	case PodsWatched, PodsOff, PodsWhileUnhealthy:
-		*p = w
-		return nil
-	}
-	return fmt.Errorf("watch.pods: %s is not true, false or %s", data, PodsWhileUnhealthy)
+// UnmarshalJSON takes true, false or a word; Parse checks the word is
+// the one its field takes.
+func (s *Source) UnmarshalJSON(data []byte) error {
+	*s = Source(strings.Trim(string(data), `"`))
+	return nil
 }
 
-// WatchDefault is the default: everything the status can report, pods
-// read by asya-sync only while they can tell something the workload
-// does not.
-var WatchDefault = Watch{Pods: PodsWhileUnhealthy, Secrets: true, Namesakes: true}
+// check says what is wrong with s as the value of field, which reads
+// the objects itself when it is read.
+func (s Source) check(field string, read Source) error {
+	if s != Watched && s != Unseen && s != read {
+		return fmt.Errorf("%s: %q is not true, false or %s", field, string(s), read)
+	}
+	return nil
+}
+
+// WatchDefault is the default: everything the status can report, asking
+// Metacontroller for no related rule that costs it a pass over every
+// actor on every event of a busy resource: pods and namesakes are read
+// by asya-sync itself.
+var WatchDefault = Watch{Pods: PodsWhileUnhealthy, Secrets: true, Namesakes: Read}
 
 // Transport is one named transport: its name, whether it is enabled, and
 // its kind with the kind's decoded and checked settings.
@@ -152,9 +166,9 @@ func Parse(data []byte) (*Config, error) {
 		QueueCacheTTL          json.RawMessage         `json:"queueCacheTTL"`
 		Transports             map[string]rawTransport `json:"transports"`
 		Watch                  struct {
-			Pods      *PodWatch `json:"pods"`
-			Secrets   *bool     `json:"secrets"`
-			Namesakes *bool     `json:"namesakes"`
+			Pods      *Source `json:"pods"`
+			Secrets   *bool   `json:"secrets"`
+			Namesakes *Source `json:"namesakes"`
 		} `json:"watch"`
 		RuntimeDelivery asyaruntime.Delivery `json:"runtimeDelivery"`
 		RuntimeUpdate   asyaruntime.Update   `json:"runtimeUpdate"`
@@ -177,6 +191,10 @@ func Parse(data []byte) (*Config, error) {
 		RuntimeDelivery: raw.RuntimeDelivery,
 		RuntimeUpdate:   raw.RuntimeUpdate,
 		RuntimeImage:    raw.RuntimeImage,
+	}
+	if err := errors.Join(cfg.Watch.Pods.check("watch.pods", PodsWhileUnhealthy),
+		cfg.Watch.Namesakes.check("watch.namesakes", Read)); err != nil {
+		return nil, err
 	}
 	switch {
 	case cfg.RuntimeUpdate == "":

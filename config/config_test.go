@@ -130,17 +130,30 @@ func TestWatchAndRuntimeDelivery(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := Watch{Pods: PodsOff, Secrets: true, Namesakes: false}
+	want := Watch{Pods: Unseen, Secrets: true, Namesakes: Unseen}
 	if cfg.Watch != want || cfg.RuntimeDelivery != asyaruntime.PodTemplate {
 		t.Errorf("watch = %+v, runtimeDelivery = %q; want %+v and podTemplate", cfg.Watch, cfg.RuntimeDelivery, want)
 	}
-	for text, pods := range map[string]PodWatch{"true": PodsWatched, "false": PodsOff, "whileUnhealthy": PodsWhileUnhealthy} {
-		if cfg, err := Parse([]byte("watch: {pods: " + text + "}")); err != nil || cfg.Watch.Pods != pods {
-			t.Errorf("watch.pods %s: got %v, %v; want %q", text, cfg, err, pods)
+	for _, tc := range []struct {
+		yaml string
+		want Watch
+	}{
+		{"{pods: true, namesakes: true}", Watch{Pods: Watched, Secrets: true, Namesakes: Watched}},
+		{"{pods: false, namesakes: false}", Watch{Pods: Unseen, Secrets: true, Namesakes: Unseen}},
+		{"{pods: whileUnhealthy, namesakes: read}", WatchDefault},
+	} {
+		if cfg, err := Parse([]byte("watch: " + tc.yaml)); err != nil || cfg.Watch != tc.want {
+			t.Errorf("watch: %s: got %+v, %v; want %+v", tc.yaml, cfg.Watch, err, tc.want)
 		}
 	}
-	if _, err := Parse([]byte("watch: {pods: sometimes}")); err == nil || !strings.Contains(err.Error(), "whileUnhealthy") {
-		t.Errorf("watch.pods sometimes: err = %v, want one naming the values taken", err)
+	for yaml, want := range map[string]string{
+		"{pods: sometimes}":           `watch.pods: "sometimes" is not true, false or whileUnhealthy`,
+		"{pods: read}":                `watch.pods: "read" is not true, false or whileUnhealthy`,
+		"{namesakes: whileUnhealthy}": `watch.namesakes: "whileUnhealthy" is not true, false or read`,
+	} {
+		if _, err := Parse([]byte("watch: " + yaml)); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("watch: %s: err = %v, want %q", yaml, err, want)
+		}
 	}
 	cfg, err = Parse([]byte("runtimeDelivery: initContainer\nruntimeImage: registry.example/asya-sync:1.0.0"))
 	if err != nil {

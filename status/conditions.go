@@ -45,7 +45,8 @@ func (o *observation) setConditions(st *v1alpha1.AsyncActorStatus) {
 	u := o.in.Unwatched
 	o.set(&st.Conditions, ConditionTransportReady, o.transportCondition().
 		noting(u.Secrets, "referenced Secrets not checked (watch.secrets: false)").
-		noting(u.Namesakes, "actors of this name in other namespaces not checked (watch.namesakes: false)"))
+		noting(u.Namesakes, "actors of this name in other namespaces not checked (watch.namesakes: false)").
+		noting(u.NamesakesUnread != "", "actors claiming the queue not read: "+u.NamesakesUnread))
 	o.set(&st.Conditions, ConditionWorkloadReady, o.workloadCondition().
 		noting(u.Pods, "pod health not watched (watch.pods: false)").
 		noting(u.PodsUnread != "", "pod health not read: "+u.PodsUnread))

@@ -149,6 +149,9 @@ type Unwatched struct {
 	Secrets bool
 	// Namesakes: actors of the same name in other namespaces are not seen.
 	Namesakes bool
+	// NamesakesUnread says why the actors that claim the queue could not
+	// be listed (watch.namesakes read), if they could not.
+	NamesakesUnread string
 }
 
 // Workload is what the status needs of a Deployment or StatefulSet.

@@ -35,16 +35,16 @@ func (h *Handler) Customize(req *hook.CustomizeRequest) *hook.CustomizeResponse 
 	ns, name := actor.Namespace, actor.Name
 	watch := h.Config.Watch
 	var rules []hook.RelatedResourceRule
-	if watch.Pods == config.PodsWatched {
+	if watch.Pods == config.Watched {
 		rules = append(rules, hook.RelatedResourceRule{APIVersion: "v1", Resource: "pods", Namespace: ns,
 			LabelSelector: &hook.LabelSelector{MatchLabels: map[string]string{children.LabelActor: name}}})
 	}
 	switch _, scoped := actor.QueueActor(); {
-	case watch.Namesakes && scoped:
+	case watch.Namesakes == config.Watched && scoped:
 		// Flat actors claim asya-<namespace>-<actor>, spec.actor being no
 		// name Metacontroller can select by: every actor of the namespace.
 		rules = append(rules, hook.RelatedResourceRule{APIVersion: v1alpha1.GroupVersion.String(), Resource: v1alpha1.Resource, Namespace: ns})
-	case watch.Namesakes:
+	case watch.Namesakes == config.Watched:
 		rules = append(rules, hook.RelatedResourceRule{APIVersion: v1alpha1.GroupVersion.String(), Resource: v1alpha1.Resource, Names: []string{name}})
 	}
 	if names := h.secretNames(actor.Spec.Transport); watch.Secrets && len(names) > 0 {
@@ -64,7 +64,7 @@ func (h *Handler) unwatched(transportName string) status.Unwatched {
 	return status.Unwatched{
 		Pods:      watch.Pods.Off(),
 		Secrets:   !watch.Secrets && len(h.secretNames(transportName)) > 0,
-		Namesakes: !watch.Namesakes,
+		Namesakes: watch.Namesakes.Off(),
 	}
 }
 

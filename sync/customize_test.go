@@ -15,17 +15,17 @@ import (
 // that one; the Namespace is always asked for.
 func TestCustomizeFollowsWatch(t *testing.T) {
 	all := []string{"pods", "asyncactors", "secrets", "namespaces"}
-	watched := config.Watch{Pods: config.PodsWatched, Secrets: true, Namesakes: true}
+	watched := config.Watch{Pods: config.Watched, Secrets: true, Namesakes: config.Watched}
 	for _, tc := range []struct {
 		name  string
 		watch config.Watch
 		want  []string
 	}{
 		{"everything", watched, all},
-		{"default: pods read by the service", config.WatchDefault, []string{"asyncactors", "secrets", "namespaces"}},
-		{"no pods", config.Watch{Pods: config.PodsOff, Secrets: true, Namesakes: true}, []string{"asyncactors", "secrets", "namespaces"}},
-		{"no Secrets", config.Watch{Pods: config.PodsWatched, Namesakes: true}, []string{"pods", "asyncactors", "namespaces"}},
-		{"no namesakes", config.Watch{Pods: config.PodsWatched, Secrets: true}, []string{"pods", "secrets", "namespaces"}},
+		{"default: pods and namesakes read by the service", config.WatchDefault, []string{"secrets", "namespaces"}},
+		{"no pods", config.Watch{Pods: config.Unseen, Secrets: true, Namesakes: config.Watched}, []string{"asyncactors", "secrets", "namespaces"}},
+		{"no Secrets", config.Watch{Pods: config.Watched, Namesakes: config.Watched}, []string{"pods", "asyncactors", "namespaces"}},
+		{"no namesakes", config.Watch{Pods: config.Watched, Secrets: true}, []string{"pods", "secrets", "namespaces"}},
 		{"nothing", config.Watch{}, []string{"namespaces"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -39,8 +39,9 @@ func TestCustomizeFollowsWatch(t *testing.T) {
 				t.Errorf("rules (-want +got):\n%s", diff)
 			}
 			u := h.unwatched("rabbitmq")
-			podHealth := slices.Contains(got, "pods") || tc.watch.Pods == config.PodsWhileUnhealthy
-			if u.Pods != !podHealth || u.Secrets != !slices.Contains(got, "secrets") || u.Namesakes != !slices.Contains(got, "asyncactors") {
+			pods := slices.Contains(got, "pods") || tc.watch.Pods == config.PodsWhileUnhealthy
+			namesakes := slices.Contains(got, "asyncactors") || tc.watch.Namesakes == config.Read
+			if u.Pods != !pods || u.Namesakes != !namesakes || u.Secrets != !slices.Contains(got, "secrets") {
 				t.Errorf("the status is told %+v is unwatched, but customize asks for %v", u, got)
 			}
 		})

@@ -1,6 +1,7 @@
 package sync
 
 import (
+	"context"
 	"encoding/json"
 	"testing"
 	"time"
@@ -27,7 +28,17 @@ func NewBrokerHandler(t *testing.T, yaml string) *Handler {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { set.Close() })
-	return &Handler{Config: cfg, Transports: set, Script: testScript, FlatScript: testFlatScript, Now: time.Now}
+	return &Handler{Config: cfg, Transports: set, Script: testScript, FlatScript: testFlatScript, Actors: noOtherActors{}, Now: time.Now}
+}
+
+// noOtherActors is an API server that holds no actor claiming the queue
+// but the one synced: the cluster these tests' requests describe, unless
+// they send the claimants themselves, as Metacontroller would with
+// watch.namesakes true.
+type noOtherActors struct{}
+
+func (noOtherActors) ListActors(context.Context, string, string) (hook.ActorGroup, error) {
+	return hook.ActorGroup{}, nil
 }
 
 // DecodeBody is the request Metacontroller would send as body, decoded as

@@ -34,7 +34,7 @@ func (h *Handler) readPods(ctx context.Context, a *assessment) {
 		return
 	}
 	if h.Pods == nil {
-		a.unwatched.PodsUnread = "asya-sync has no Kubernetes API client"
+		a.unwatched.PodsUnread = errNoAPIClient.Error()
 		return
 	}
 	pods, err := h.Pods.ListPods(ctx, a.actor.Namespace, a.actor.Name)

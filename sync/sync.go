@@ -30,18 +30,30 @@ type Handler struct {
 	// Pods lists an actor's pods for watch.pods whileUnhealthy; nil when
 	// the service has no API client.
 	Pods PodLister
-	Now  func() time.Time
+	// Actors lists the actors that claim a queue, for watch.namesakes
+	// read; nil when the service has no API client.
+	Actors ActorLister
+	Now    func() time.Time
 }
 
 // Answer is the whole of a sync or finalize, top to bottom: validate the
 // actor, ensure its queue (or release it when the actor is being
 // deleted), build the children, compute the status.
 func (h *Handler) Answer(ctx context.Context, req *hook.SyncRequest) (*hook.Response, error) {
+	unread := h.readClaimants(ctx, req)
 	a := h.assess(req)
 	h.readPods(ctx, a)
+	if unread != nil && !req.Finalizing { // a finalize says so in its reason
+		a.unwatched.NamesakesUnread = unread.Error()
+	}
 	switch {
 	case a.found && !namesQueue(a.actor):
 		a.queue = unnamedQueue(a.actor, req.Finalizing)
+	case req.Finalizing && a.found && unread != nil:
+		// Whether another actor still uses the queue is not known: it is
+		// kept, and the actor, until it is.
+		a.queue = status.QueueState{Reason: "ClaimantsUnread", Message: "the queue is kept until asya-sync can read " +
+			"which other actors claim it: " + unread.Error()}
 	case req.Finalizing && a.found:
 		a.queue = finalize.Release(ctx, h.claim(a), h.Transports)
 	case req.Finalizing:

@@ -3,6 +3,7 @@ package hook
 import (
 	"cmp"
 	"encoding/json"
+	"fmt"
 	"slices"
 	"strings"
 
@@ -346,4 +347,23 @@ func (r *SyncRequest) AllChildren() (Objects, error) {
 		return nil, err
 	}
 	return all.Children, nil
+}
+
+// DecodeActorList reads an AsyncActorList as the API server answers a
+// list: each item as far as ownership reads it, keyed namespace/name as
+// hook version v2 keys related objects.
+func DecodeActorList(data []byte) (ActorGroup, error) {
+	var list struct {
+		Items []*RelatedActor `json:"items"`
+	}
+	if err := json.Unmarshal(data, &list); err != nil {
+		return nil, fmt.Errorf("decode AsyncActorList: %w", err)
+	}
+	group := make(ActorGroup, len(list.Items))
+	for _, a := range list.Items {
+		if a != nil {
+			group[a.Metadata.Namespace+"/"+a.Metadata.Name] = a
+		}
+	}
+	return group, nil
 }

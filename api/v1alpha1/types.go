@@ -30,6 +30,7 @@ import (
 // +kubebuilder:printcolumn:name="Actor",type=string,JSONPath=`.spec.actor`,priority=1
 // +kubebuilder:printcolumn:name="Queue",type=string,JSONPath=`.status.queueIdentifier`,priority=1
 // +kubebuilder:printcolumn:name="Unroutable",type=integer,JSONPath=`.status.unroutable.messages`,priority=1
+// +kubebuilder:selectablefield:JSONPath=`.spec.actor`
 
 // AsyncActor is a queue-fed worker: a user container running Python handler
 // code next to an injected sidecar, scaled by KEDA on queue depth.

@@ -274,7 +274,17 @@ sink and the sump, x-sink and x-sump unless set, are two different actors.
 {{- end -}}
 {{- end -}}
 
-{{/* The service lists actors' pods itself (config.watch.pods whileUnhealthy): it needs its token and the right to. */}}
+{{/* The service lists actors' pods itself (config.watch.pods whileUnhealthy). */}}
 {{- define "asya-sync.readsPods" -}}
 {{- if eq (toString .Values.config.watch.pods) "whileUnhealthy" -}}true{{- end -}}
+{{- end -}}
+
+{{/* The service lists the actors that claim a queue itself (config.watch.namesakes read). */}}
+{{- define "asya-sync.readsNamesakes" -}}
+{{- if eq (toString .Values.config.watch.namesakes) "read" -}}true{{- end -}}
+{{- end -}}
+
+{{/* The service reads the API server: it needs its token, and the rights to. */}}
+{{- define "asya-sync.readsAPI" -}}
+{{- if or (include "asya-sync.readsPods" .) (include "asya-sync.readsNamesakes" .) -}}true{{- end -}}
 {{- end -}}

@@ -459,7 +459,9 @@ func counterValue(t testing.TB, c prometheus.Counter) float64 {
 // actor's queue keeps its message; the authenticated call deletes it.
 func TestRefusedFinalizeLeavesTheQueue(t *testing.T) {
 	conn := testenv.Rabbit(t)
+	// No API server here: the actor is its queue's only claimant.
 	cfg, err := config.Parse([]byte(`
+watch: {namesakes: false}
 transports:
   rabbitmq: {type: rabbitmq, config: {host: 127.0.0.1, exchange: asya-auth-test}}
 `))

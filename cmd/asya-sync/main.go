@@ -44,9 +44,10 @@ at once. --hook-timeout (Metacontroller's webhook timeout, 10s) and
 ready and goes on serving for --drain-delay (0; the chart sets 10s), each
 answer closing its connection, while a Service stops routing to it; then it
 closes its listeners and lets the calls in flight finish (up to 25s).
-With watch.pods whileUnhealthy (the default) serve lists the pods of actors
-whose workload is not settled, as its pod's ServiceAccount, or with
---kubeconfig ($KUBECONFIG) outside a cluster.
+With watch.pods whileUnhealthy and watch.namesakes read (the defaults) serve
+lists the pods of actors whose workload is not settled and the actors that
+claim a queue, as its pod's ServiceAccount, or with --kubeconfig
+($KUBECONFIG) outside a cluster.
 "asya-sync serve -h" lists the flags with their defaults.
 `
 

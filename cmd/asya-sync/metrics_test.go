@@ -102,7 +102,8 @@ func TestServedMetrics(t *testing.T) {
 	if err := os.WriteFile(password, []byte(uri.Password), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	cfg, err := config.Parse(fmt.Appendf(nil, "transports:\n  mq: {type: rabbitmq, config: {host: %s, port: %d, username: %s, passwordFile: %s}}\n",
+	// No API server here: the actor is its queue's only claimant.
+	cfg, err := config.Parse(fmt.Appendf(nil, "watch: {namesakes: false}\ntransports:\n  mq: {type: rabbitmq, config: {host: %s, port: %d, username: %s, passwordFile: %s}}\n",
 		uri.Host, uri.Port, uri.Username, password))
 	if err != nil {
 		t.Fatal(err)

@@ -39,7 +39,7 @@ type serveFlags struct {
 	// (no token, no client CA): without it serve refuses to start so.
 	allowUnauthenticated bool
 	// kubeconfig: the API server's address and credentials for reading
-	// pods, outside a cluster.
+	// pods and actors, outside a cluster.
 	kubeconfig string
 }
 
@@ -99,7 +99,7 @@ func serveFlagSet(f *serveFlags) *flag.FlagSet {
 	fs.BoolVar(&f.allowUnauthenticated, "allow-unauthenticated", os.Getenv("ASYA_SYNC_ALLOW_UNAUTHENTICATED") == "true",
 		"serve HTTPS hooks without a token (file or directory) or --client-ca-file: anyone who reaches them may call /finalize, which deletes queues")
 	fs.StringVar(&f.kubeconfig, "kubeconfig", os.Getenv("KUBECONFIG"),
-		"read pods (watch.pods whileUnhealthy) with this kubeconfig rather than the pod's ServiceAccount")
+		"read pods and actors (watch.pods whileUnhealthy, watch.namesakes read) with this kubeconfig rather than the pod's ServiceAccount")
 	return fs
 }
 
@@ -244,9 +244,12 @@ func newServer(f serveFlags, log zerolog.Logger) (*server, *credentials, brokers
 	if err != nil {
 		return nil, nil, brokers.Set{}, err
 	}
+	hooks := &hooksync.Handler{Config: cfg, Transports: yieldingBrokers{opened}, Script: script, FlatScript: asyaruntime.EmbeddedHTTP(), Now: time.Now}
+	if kube := newKubeReader(cfg, f.kubeconfig, log); kube != nil {
+		hooks.Pods, hooks.Actors = kube, kube
+	}
 	srv := &server{
-		hooks: &hooksync.Handler{Config: cfg, Transports: yieldingBrokers{opened}, Script: script, FlatScript: asyaruntime.EmbeddedHTTP(),
-			Pods: newPodLister(cfg, f.kubeconfig, log), Now: time.Now},
+		hooks:   hooks,
 		log:     log,
 		metrics: m,
 		maxBody: f.maxBody,

@@ -113,10 +113,9 @@ func TestCustomize(t *testing.T) {
 		t.Fatalf("got %d %v", code, body)
 	}
 	got, _ := json.Marshal(body["relatedResources"])
-	// No pods (watch.pods whileUnhealthy: the service lists them itself),
-	// and no namespace: the actors of this name in every namespace.
-	want := `[{"apiVersion":"asya.sh/v1alpha1","names":["echo"],"resource":"asyncactors"},` +
-		`{"apiVersion":"v1","names":["mq-secret"],"namespace":"ml","resource":"secrets"},` +
+	// No pods and no actors: the service lists them itself
+	// (watch.pods whileUnhealthy, watch.namesakes read).
+	want := `[{"apiVersion":"v1","names":["mq-secret"],"namespace":"ml","resource":"secrets"},` +
 		`{"apiVersion":"v1","names":["ml"],"resource":"namespaces"}]`
 	if string(got) != want {
 		t.Errorf("relatedResources =\n%s\nwant\n%s", got, want)

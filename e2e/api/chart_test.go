@@ -126,7 +126,7 @@ func TestHelmLint(t *testing.T) {
 func TestHelmTemplateDefaults(t *testing.T) {
 	ctx := testenv.CtxFor(t, time.Minute)
 	objs := renderChart(t, "asya-system")
-	want := []string{"CompositeController/asya-sync", "ConfigMap/asya-sync", "CustomResourceDefinition/asyncactors.asya.sh",
+	want := []string{"ClusterRole/asya-sync-reader", "ClusterRoleBinding/asya-sync-reader", "CompositeController/asya-sync", "ConfigMap/asya-sync", "CustomResourceDefinition/asyncactors.asya.sh",
 		"CustomResourceDefinition/environmentconfigs.apiextensions.crossplane.io", "Deployment/asya-sync", "NetworkPolicy/asya-sync", "PodDisruptionBudget/asya-sync",
 		"Secret/asya-sync-tls", "Secret/asya-sync-token", "Service/asya-sync", "ServiceAccount/asya-sync"}
 	if got := testenv.Keys(objs); strings.Join(got, " ") != strings.Join(want, " ") {
@@ -175,17 +175,17 @@ func TestHelmTemplateDefaults(t *testing.T) {
 	if fmt.Sprint(testenv.Field(d, "spec", "replicas")) != "2" {
 		t.Errorf("replicas %v", testenv.Field(d, "spec", "replicas"))
 	}
-	// The token is mounted for one thing: listing pods (watch.pods
-	// whileUnhealthy), which is all the ClusterRole allows.
+	// The token is mounted for two lists (watch.pods whileUnhealthy,
+	// watch.namesakes read), which is all the ClusterRole allows.
 	if pod["automountServiceAccountToken"] != true {
-		t.Errorf("service account token not mounted, with watch.pods whileUnhealthy")
+		t.Errorf("service account token not mounted, with the defaults that read the API server")
 	}
-	rules := testenv.MustJSON(objs["ClusterRole/asya-sync-pods"]["rules"])
-	if rules != `[{"apiGroups":[""],"resources":["pods"],"verbs":["list"]}]` {
-		t.Errorf("ClusterRole asya-sync-pods rules %s, want list pods only", rules)
+	rules := testenv.MustJSON(objs["ClusterRole/asya-sync-reader"]["rules"])
+	if rules != `[{"apiGroups":[""],"resources":["pods"],"verbs":["list"]},{"apiGroups":["asya.sh"],"resources":["asyncactors"],"verbs":["list"]}]` {
+		t.Errorf("ClusterRole asya-sync-reader rules %s, want list pods and asyncactors only", rules)
 	}
-	if testenv.Field(objs["ClusterRoleBinding/asya-sync-pods"], "subjects") == nil {
-		t.Errorf("no ClusterRoleBinding/asya-sync-pods in %v", testenv.Keys(objs))
+	if testenv.Str(objs["ClusterRoleBinding/asya-sync-reader"], "roleRef", "name") != "asya-sync-reader" {
+		t.Errorf("no ClusterRoleBinding/asya-sync-reader in %v", testenv.Keys(objs))
 	}
 	c := pod["containers"].([]any)[0].(testenv.Obj)
 	if testenv.Field(c, "securityContext", "readOnlyRootFilesystem") != true || testenv.Field(pod, "securityContext", "runAsNonRoot") != true {

@@ -1,0 +1,121 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/rs/zerolog"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/serializer"
+	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/asya-sh/asya-sync/api/hook"
+	"github.com/asya-sh/asya-sync/api/v1alpha1"
+	"github.com/asya-sh/asya-sync/children"
+	"github.com/asya-sh/asya-sync/config"
+)
+
+// readTimeout bounds one list: a slow API server costs the sync what the
+// list would have told, not its answer.
+const readTimeout = 3 * time.Second
+
+// kubeReader lists what the service reads of the API server itself, with
+// its own credentials (its ServiceAccount in a cluster, else the
+// kubeconfig given): an actor's pods, and the actors that claim a queue.
+// Lists are served from the API server's watch cache (resourceVersion 0),
+// as Metacontroller's informers would have the objects, and reach no etcd.
+type kubeReader struct {
+	pods   corev1client.PodsGetter
+	actors rest.Interface
+}
+
+// ListPods lists the pods labelled for the actor.
+func (k kubeReader) ListPods(ctx context.Context, namespace, actor string) ([]corev1.Pod, error) {
+	ctx, cancel := context.WithTimeout(ctx, readTimeout)
+	defer cancel()
+	selector := labels.SelectorFromSet(labels.Set{children.LabelActor: actor}).String()
+	list, err := k.pods.Pods(namespace).List(ctx, metav1.ListOptions{LabelSelector: selector, ResourceVersion: "0"})
+	if err != nil {
+		return nil, fmt.Errorf("list pods %s in %s: %w", selector, namespace, err)
+	}
+	if list.Items == nil {
+		return []corev1.Pod{}, nil
+	}
+	return list.Items, nil
+}
+
+// ListActors lists the AsyncActors of the field selector, in namespace
+// or, when it is empty, in every namespace.
+func (k kubeReader) ListActors(ctx context.Context, namespace, fieldSelector string) (hook.ActorGroup, error) {
+	ctx, cancel := context.WithTimeout(ctx, readTimeout)
+	defer cancel()
+	data, err := k.actors.Get().Namespace(namespace).Resource(v1alpha1.Resource).
+		Param("fieldSelector", fieldSelector).Param("resourceVersion", "0").Do(ctx).Raw()
+	if err != nil {
+		return nil, fmt.Errorf("list asyncactors %s: %w", fieldSelector, err)
+	}
+	return hook.DecodeActorList(data)
+}
+
+// newKubeReader is the service's reader when the configuration has it read
+// pods or namesakes, from kubeconfig if given, else the pod's
+// ServiceAccount; nil when it reads neither. Without credentials the
+// service still serves: the statuses say what could not be read, and a
+// finalize that needs the namesakes waits for them.
+func newKubeReader(cfg *config.Config, kubeconfig string, log zerolog.Logger) *kubeReader {
+	if cfg.Watch.Pods != config.PodsWhileUnhealthy && cfg.Watch.Namesakes != config.Read {
+		return nil
+	}
+	r, err := dialKube(kubeconfig)
+	if err != nil {
+		log.Warn().Err(err).Msg("no Kubernetes API client: pod health and the actors claiming a queue are not read")
+		return nil
+	}
+	return r
+}
+
+func dialKube(kubeconfig string) (*kubeReader, error) {
+	rc, err := restConfig(kubeconfig)
+	if err != nil {
+		return nil, err
+	}
+	pods, err := corev1client.NewForConfig(rc)
+	if err != nil {
+		return nil, err
+	}
+	actorsConfig := rest.CopyConfig(rc)
+	actorsConfig.GroupVersion = &v1alpha1.GroupVersion
+	actorsConfig.APIPath = "/apis"
+	actorsConfig.NegotiatedSerializer = serializer.NewCodecFactory(runtime.NewScheme()).WithoutConversion()
+	actors, err := rest.RESTClientFor(actorsConfig)
+	if err != nil {
+		return nil, err
+	}
+	return &kubeReader{pods: pods, actors: actors}, nil
+}
+
+// restConfig is the API client's configuration. Its rate allows a list or
+// two per sync across a fleet's resyncs (client-go's default is 5 a
+// second).
+func restConfig(kubeconfig string) (*rest.Config, error) {
+	var rc *rest.Config
+	var err error
+	if kubeconfig != "" {
+		rc, err = clientcmd.BuildConfigFromFlags("", kubeconfig)
+	} else if rc, err = rest.InClusterConfig(); errors.Is(err, rest.ErrNotInCluster) {
+		err = errors.New("not in a cluster and no --kubeconfig")
+	}
+	if err != nil {
+		return nil, err
+	}
+	rc.QPS, rc.Burst = 100, 200
+	rc.UserAgent = "asya-sync"
+	return rc, nil
+}

@@ -1,0 +1,56 @@
+package sync
+
+import (
+	"context"
+	"errors"
+
+	"k8s.io/apimachinery/pkg/fields"
+
+	"github.com/asya-sh/asya-sync/api/hook"
+	"github.com/asya-sh/asya-sync/api/v1alpha1"
+	"github.com/asya-sh/asya-sync/config"
+)
+
+// ActorLister lists AsyncActors from the API server by a field selector,
+// in namespace, or in every namespace when it is empty, for
+// watch.namesakes read.
+type ActorLister interface {
+	ListActors(ctx context.Context, namespace, fieldSelector string) (hook.ActorGroup, error)
+}
+
+// errNoAPIClient: the service was started without credentials for the
+// API server, and reads nothing there.
+var errNoAPIClient = errors.New("asya-sync has no Kubernetes API client")
+
+// claimSelector says where the actors that claim the actor's queue are,
+// and the field selector that returns them alone: a nested actor's
+// namesakes in every namespace, a flat actor's twins (its spec.actor, a
+// selectable field of the CRD) in its namespace.
+func claimSelector(actor *v1alpha1.AsyncActor) (namespace, selector string) {
+	name, scoped := actor.QueueActor()
+	if scoped {
+		return actor.Namespace, fields.OneTermEqualSelector("spec.actor", name).String()
+	}
+	return "", fields.OneTermEqualSelector("metadata.name", name).String()
+}
+
+// readClaimants lists the actors that claim the actor's queue, as the
+// namesakes rule would have Metacontroller send them, when the service
+// reads them itself. Actors Metacontroller sent (a customize answer it
+// still keeps from watch.namesakes true) are used as they are. The error
+// says why they could not be read.
+func (h *Handler) readClaimants(ctx context.Context, req *hook.SyncRequest) error {
+	if h.Config.Watch.Namesakes != config.Read || req.Related.AsyncActors != nil || !namesQueue(req.Actor) {
+		return nil
+	}
+	if h.Actors == nil {
+		return errNoAPIClient
+	}
+	namespace, selector := claimSelector(req.Actor)
+	group, err := h.Actors.ListActors(ctx, namespace, selector)
+	if err != nil {
+		return err
+	}
+	req.Related.AsyncActors = group
+	return nil
+}
