@@ -356,7 +356,7 @@ func DecodeActorList(data []byte) (ActorGroup, error) {
 	var list struct {
 		Items []*RelatedActor `json:"items"`
 	}
-	if err := json.Unmarshal(data, &list); err != nil {
+	if err := unmarshal(data, &list); err != nil {
 		return nil, fmt.Errorf("decode AsyncActorList: %w", err)
 	}
 	group := make(ActorGroup, len(list.Items))

@@ -1,6 +1,7 @@
 package hook
 
 import (
+	"slices"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -51,5 +52,33 @@ func TestRelatedActorsDecodeTheirClaim(t *testing.T) {
 	}
 	if req.Related.AsyncActors.KeyedByName() {
 		t.Error("KeyedByName with every key namespace/name")
+	}
+}
+
+// TestDecodeActorList: a list as the API server answers it, managedFields
+// and status included, keyed namespace/name, each actor's claim readable.
+func TestDecodeActorList(t *testing.T) {
+	data := []byte(`{"apiVersion":"asya.sh/v1alpha1","kind":"AsyncActorList","metadata":{"resourceVersion":"42"},"items":[
+	 {"apiVersion":"asya.sh/v1alpha1","kind":"AsyncActor","metadata":{"name":"echo","namespace":"a","uid":"u1",
+	  "creationTimestamp":"2026-11-28T10:00:00Z","managedFields":[{"manager":"kubectl","operation":"Apply","fieldsV1":{"f:spec":{}}}]},
+	  "spec":{"transport":"mq"},"status":{"status":"Running"}},
+	 {"apiVersion":"asya.sh/v1alpha1","kind":"AsyncActor","metadata":{"name":"t2","namespace":"b","uid":"u2",
+	  "creationTimestamp":"2026-11-28T11:00:00Z"},"spec":{"actor":"doubler","image":"python:3.13","handler":"h.f"}}]}`)
+	group, err := DecodeActorList(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, a := range group.List() {
+		got = append(got, a.Namespace+"/"+a.Name+" "+string(a.UID)+" "+a.Spec.Transport+" "+a.Spec.Actor)
+	}
+	if want := []string{"a/echo u1 mq ", "b/t2 u2  doubler"}; !slices.Equal(got, want) {
+		t.Errorf("decoded %q, want %q", got, want)
+	}
+	if group.KeyedByName() {
+		t.Error("keyed by bare name, want namespace/name")
+	}
+	if _, err := DecodeActorList([]byte(`{"items":{}}`)); err == nil {
+		t.Error("a list whose items are no array decoded")
 	}
 }

@@ -22,6 +22,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -62,6 +63,24 @@ func StartProcess(name, logDir string, env []string, bin string, args ...string)
 	}()
 	return p, nil
 }
+
+// CPU is the process's user and system time so far, in seconds.
+func (p *Process) CPU() float64 {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", p.cmd.Process.Pid))
+	if err != nil {
+		return 0
+	}
+	// Fields after the command (in parentheses): utime and stime are the
+	// 12th and 13th, in clock ticks (100 a second on Linux).
+	fields := strings.Fields(string(data[strings.LastIndexByte(string(data), ')')+2:]))
+	ut, _ := strconv.ParseFloat(fields[11], 64)
+	st, _ := strconv.ParseFloat(fields[12], 64)
+	return (ut + st) / 100
+}
+
+// APIServerCPU is the API server's CPU time so far, in seconds: where the
+// lists asya-sync makes itself are paid.
+func (e *Env) APIServerCPU() float64 { return e.Cluster.apiserver.CPU() }
 
 func (p *Process) exited() bool {
 	select {

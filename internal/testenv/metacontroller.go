@@ -251,20 +251,6 @@ func MCStart(t *testing.T, bin, id string) (*MCProcess, error) {
 	return &MCProcess{p, fmt.Sprintf("127.0.0.1:%d", ports[0]), fmt.Sprintf("127.0.0.1:%d", ports[2])}, nil
 }
 
-// CPU is the process's user and system time so far, in seconds.
-func (m *MCProcess) CPU() float64 {
-	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", m.cmd.Process.Pid))
-	if err != nil {
-		return 0
-	}
-	// Fields after the command (in parentheses): utime and stime are the
-	// 12th and 13th, in clock ticks (100 a second on Linux).
-	fields := strings.Fields(string(data[strings.LastIndexByte(string(data), ')')+2:]))
-	ut, _ := strconv.ParseFloat(fields[11], 64)
-	st, _ := strconv.ParseFloat(fields[12], 64)
-	return (ut + st) / 100
-}
-
 // Mem is a memory figure of /proc/<pid>/status, in bytes.
 func (m *MCProcess) Mem(key string) int64 {
 	f, err := os.Open(fmt.Sprintf("/proc/%d/status", m.cmd.Process.Pid))
