@@ -442,6 +442,10 @@ func (c *cluster) startGC(ctx context.Context, bin, controllers string) error {
 	c.gc, err = StartProcess("kube-controller-manager", c.dir, nil, filepath.Join(bin, "kube-controller-manager"),
 		"--kubeconfig="+c.Kubeconfig,
 		"--controllers="+controllers,
+		// The CA the pods' ServiceAccount tokens come with (each
+		// namespace's kube-root-ca.crt): the kubeconfig names its CA as a
+		// file, which the publisher does not read.
+		"--root-ca-file="+c.pki.caPEM,
 		"--horizontal-pod-autoscaler-sync-period=5s",
 		// The test token for everything: no service accounts here.
 		"--use-service-account-credentials=false",
