@@ -22,7 +22,6 @@ func (o *observation) resyncAfter(st *v1alpha1.AsyncActorStatus) time.Duration {
 	}
 	next.add(o.scaling.poll)
 	next.add(o.pods.startDeadline)
-	next.add(o.in.PodsReread)
 	if left, short := o.degradedIn(); short && left > 0 {
 		next.add(left)
 	}

@@ -110,10 +110,6 @@ type Input struct {
 	ScaledObject *kedav1alpha1.ScaledObject
 	// Pods are the actor's pods, in any order.
 	Pods []corev1.Pod
-	// PodsReread: the pods were listed for this call rather than watched
-	// (watch.pods whileUnhealthy), so no pod event brings the next call:
-	// look again after this long while the workload is not settled.
-	PodsReread time.Duration
 	// MissingSecrets are referenced Secrets that were looked for and not
 	// found.
 	MissingSecrets []string

@@ -52,10 +52,8 @@ type assessment struct {
 	retryAfter time.Duration
 	// unwatched: what Metacontroller does not send, by configuration.
 	unwatched status.Unwatched
-	// podsRead are the pods the service listed itself (readPods), and
-	// podsReread how soon to list them again.
-	podsRead   []corev1.Pod
-	podsReread time.Duration
+	// podsRead are the pods the service listed itself (readPods).
+	podsRead []corev1.Pod
 }
 
 // assess validates the actor and decides who owns its queue.

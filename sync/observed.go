@@ -29,7 +29,6 @@ func (a *assessment) statusInput(now time.Time) status.Input {
 		ScalingActive:   a.scalingActive,
 		ScaledObject:    a.scaledObject(),
 		Pods:            a.pods(),
-		PodsReread:      a.podsReread,
 		MissingSecrets:  a.missingSecrets(),
 		SecretProblems:  a.secretProblems,
 		QueueIdentifier: a.queueIdentifier(),

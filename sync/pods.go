@@ -2,7 +2,6 @@ package sync
 
 import (
 	"context"
-	"time"
 
 	corev1 "k8s.io/api/core/v1"
 
@@ -14,12 +13,6 @@ import (
 type PodLister interface {
 	ListPods(ctx context.Context, namespace, actor string) ([]corev1.Pod, error)
 }
-
-// podsReread is how soon a sync that listed the pods of a workload that is
-// not settled asks to look again: no pod event will bring the next call,
-// and a pod that goes on to crash or to wait for an image changes none of
-// the workload's counts.
-const podsReread = 15 * time.Second
 
 // readPods lists the actor's pods when the service reads them itself and
 // the observed workload is not settled. Pods Metacontroller sent (a
@@ -42,5 +35,5 @@ func (h *Handler) readPods(ctx context.Context, a *assessment) {
 		a.unwatched.PodsUnread = err.Error()
 		return
 	}
-	a.podsRead, a.podsReread = pods, podsReread
+	a.podsRead = pods
 }

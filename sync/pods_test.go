@@ -39,7 +39,7 @@ func crashingRuntime() corev1.Pod {
 
 // TestPodsReadWhileUnhealthy: with watch.pods whileUnhealthy the service
 // lists an actor's pods itself only while its workload is not settled,
-// reports what they show and looks again soon; a settled workload, pods
+// and reports what they show; a settled workload, pods
 // Metacontroller sent and a finalize list nothing.
 func TestPodsReadWhileUnhealthy(t *testing.T) {
 	settled := deployment(1, 1)
@@ -53,11 +53,10 @@ func TestPodsReadWhileUnhealthy(t *testing.T) {
 		wantAsked  int
 		wantStatus string
 		wantNote   string // in WorkloadReady's message
-		wantResync bool   // within podsReread
 	}{
 		{name: "settled workload: no list", workload: settled, lister: &listedPods{}, wantStatus: "Running"},
 		{name: "not settled: listed, RuntimeError", workload: crashing, lister: &listedPods{pods: []corev1.Pod{crashingRuntime()}},
-			wantAsked: 1, wantStatus: "RuntimeError", wantResync: true},
+			wantAsked: 1, wantStatus: "RuntimeError"},
 		{name: "not settled, list fails: the counts, and why", workload: crashing, lister: &listedPods{err: errors.New("pods is forbidden")},
 			wantAsked: 1, wantNote: "pod health not read: pods is forbidden"},
 		{name: "not settled, no API client", workload: crashing, wantNote: "pod health not read: asya-sync has no Kubernetes API client"},
@@ -101,9 +100,6 @@ func TestPodsReadWhileUnhealthy(t *testing.T) {
 			msg := conditionIn(resp, "WorkloadReady").Message
 			if (tc.wantNote != "") != strings.Contains(msg, "pod health not read") || !strings.Contains(msg, tc.wantNote) {
 				t.Errorf("WorkloadReady message %q, want the note %q", msg, tc.wantNote)
-			}
-			if soon := resp.ResyncAfterSeconds > 0 && resp.ResyncAfterSeconds <= podsReread.Seconds(); soon != tc.wantResync {
-				t.Errorf("resyncAfterSeconds %v, want within %v: %v", resp.ResyncAfterSeconds, podsReread, tc.wantResync)
 			}
 		})
 	}
