@@ -46,11 +46,12 @@ type Config struct {
 	FlatActors FlatActors `json:"flatActors"`
 }
 
-// Watch says which related objects the customize hook asks Metacontroller
-// for. Each costs Metacontroller a cluster-wide watch and, on every event
-// of that resource anywhere in the cluster, a pass over every actor
-// (docs/performance.md#what-metacontroller-pays); each can be turned off,
-// and the status then says what it is not told.
+// Watch says where the hook learns of each kind of related object. One
+// the customize hook asks Metacontroller for costs it a cluster-wide
+// watch and, on every event of that resource anywhere in the cluster, a
+// pass over every actor (docs/performance.md#what-metacontroller-pays);
+// pods and namesakes are read by the service itself by default. Each can
+// be turned off, and the status then says what it is not told.
 type Watch struct {
 	// Pods: how the status learns of the actor's pods, for pod-level
 	// health (RuntimeError, ImagePullError, PendingResources, ...): true,
