@@ -34,23 +34,33 @@ func claimSelector(actor *v1alpha1.AsyncActor) (namespace, selector string) {
 	return "", fields.OneTermEqualSelector("metadata.name", name).String()
 }
 
-// readClaimants lists the actors that claim the actor's queue, as the
-// namesakes rule would have Metacontroller send them, when the service
-// reads them itself. Actors Metacontroller sent (a customize answer it
-// still keeps from watch.namesakes true) are used as they are. The error
-// says why they could not be read.
-func (h *Handler) readClaimants(ctx context.Context, req *hook.SyncRequest) error {
+// readClaimants gives the request the actors that claim the actor's
+// queue, as the namesakes rule would have Metacontroller send them, when
+// the service reads them itself: those an owner's earlier sync read
+// (ClaimantsCache), else a list, which it returns so that the caller can
+// keep it once it knows who owns the queue. Actors Metacontroller sent (a
+// customize answer it still keeps from watch.namesakes true) are used as
+// they are. The error says why they could not be read.
+func (h *Handler) readClaimants(ctx context.Context, req *hook.SyncRequest) (listed hook.ActorGroup, err error) {
 	if h.Config.Watch.Namesakes != config.Read || req.Related.AsyncActors != nil || !namesQueue(req.Actor) {
-		return nil
+		return nil, nil
+	}
+	if kept, ok := h.Claimants.get(claimantsKeyOf(req), h.Now()); ok && !req.Finalizing {
+		req.Related.AsyncActors = kept
+		return nil, nil
 	}
 	if h.Actors == nil {
-		return errNoAPIClient
+		return nil, errNoAPIClient
 	}
 	namespace, selector := claimSelector(req.Actor)
-	group, err := h.Actors.ListActors(ctx, namespace, selector)
+	listed, err = h.Actors.ListActors(ctx, namespace, selector)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	req.Related.AsyncActors = group
-	return nil
+	req.Related.AsyncActors = listed
+	return listed, nil
+}
+
+func claimantsKeyOf(req *hook.SyncRequest) claimantsKey {
+	return claimantsKey{uid: req.Actor.UID, generation: req.Actor.Generation}
 }

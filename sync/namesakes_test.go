@@ -95,3 +95,65 @@ func TestClaimantsRead(t *testing.T) {
 		})
 	}
 }
+
+// TestClaimantsKept: an owner's claimants are read once per TTL (and again
+// for a new generation); a standby reads on every call, and so does a
+// finalize.
+func TestClaimantsKept(t *testing.T) {
+	cfg, err := config.Parse([]byte("transports: {mq: {type: rabbitmq, config: {host: mq}}}"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	older := actorObject(false)
+	older["metadata"] = map[string]any{"name": "echo", "namespace": "other", "uid": "u-older", "creationTimestamp": "2026-11-28T10:00:00Z"}
+	now := time.Date(2026, 11, 28, 12, 0, 0, 0, time.UTC)
+	call := func(h *Handler, parent map[string]any, finalizing bool) {
+		t.Helper()
+		body := map[string]any{"parent": parent, "children": map[string]any{}, "related": map[string]any{}, "finalizing": finalizing}
+		if _, err := h.Answer(context.Background(), DecodeBody(t, body)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	newer := func(generation int) map[string]any {
+		a := actorObject(false)
+		a["metadata"].(map[string]any)["generation"] = generation
+		return a
+	}
+	for _, tc := range []struct {
+		name   string
+		others []map[string]any
+		calls  func(h *Handler)
+		lists  int
+	}{
+		{"owner: once per TTL", nil, func(h *Handler) {
+			call(h, newer(1), false)
+			call(h, newer(1), false)
+			now = now.Add(4 * time.Minute)
+			call(h, newer(1), false)
+			now = now.Add(2 * time.Minute)
+			call(h, newer(1), false)
+		}, 2},
+		{"owner: a new generation reads again", nil, func(h *Handler) {
+			call(h, newer(1), false)
+			call(h, newer(2), false)
+		}, 2},
+		{"standby: every call", []map[string]any{older}, func(h *Handler) {
+			call(h, newer(1), false)
+			call(h, newer(1), false)
+		}, 2},
+		{"finalize: always", nil, func(h *Handler) {
+			call(h, newer(1), false)
+			call(h, actorObject(true), true)
+		}, 2},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			lister := &listedActors{actors: tc.others}
+			h := &Handler{Config: cfg, Script: testScript, FlatScript: testFlatScript, Actors: lister,
+				Claimants: NewClaimantsCache(5 * time.Minute), Now: func() time.Time { return now }}
+			tc.calls(h)
+			if len(lister.asked) != tc.lists {
+				t.Errorf("%d lists, want %d", len(lister.asked), tc.lists)
+			}
+		})
+	}
+}

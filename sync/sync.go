@@ -33,15 +33,20 @@ type Handler struct {
 	// Actors lists the actors that claim a queue, for watch.namesakes
 	// read; nil when the service has no API client.
 	Actors ActorLister
-	Now    func() time.Time
+	// Claimants keeps an owner's claimants between reads; nil keeps none.
+	Claimants *ClaimantsCache
+	Now       func() time.Time
 }
 
 // Answer is the whole of a sync or finalize, top to bottom: validate the
 // actor, ensure its queue (or release it when the actor is being
 // deleted), build the children, compute the status.
 func (h *Handler) Answer(ctx context.Context, req *hook.SyncRequest) (*hook.Response, error) {
-	unread := h.readClaimants(ctx, req)
+	listed, unread := h.readClaimants(ctx, req)
 	a := h.assess(req)
+	if listed != nil {
+		h.Claimants.keep(claimantsKeyOf(req), listed, a.mine && !req.Finalizing, h.Now())
+	}
 	h.readPods(ctx, a)
 	if unread != nil && !req.Finalizing { // a finalize says so in its reason
 		a.unwatched.NamesakesUnread = unread.Error()
