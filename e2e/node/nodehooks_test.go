@@ -53,9 +53,7 @@ credentials:
     rabbitmq-vh: {secretName: rabbitmq-vh-service, key: password}
 extraEnv:
   - {name: AWS_REGION, value: us-east-1}
-  - {name: AWS_EC2_METADATA_DISABLED, value: "true"}
-  - {name: KUBERNETES_SERVICE_HOST, value: "%[3]s"}
-  - {name: KUBERNETES_SERVICE_PORT, value: "%[13]s"}%[6]s
+  - {name: AWS_EC2_METADATA_DISABLED, value: "true"}%[6]s
 config:
   sidecarImage: %[2]s
   runtimeDelivery: %[7]s
@@ -97,7 +95,7 @@ config:
       enabled: true
       config: {projectId: %[11]s, endpoint: "%[3]s:%[12]s"}
 `, nodeRelease, testenv.NodeImage("sidecar"), testenv.NodeIP, testenv.SQSPort(), r.tag, script, r.delivery, nodeVHost, nodeVHostUser, testenv.NodeManagementPort,
-		testenv.PubSubProject, testenv.PubSubPort(), env.NodeAPIPort())
+		testenv.PubSubProject, testenv.PubSubPort())
 }
 
 var nodeHooks struct {

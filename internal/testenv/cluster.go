@@ -285,6 +285,15 @@ type cluster struct {
 	Client     *Kube
 }
 
+// advertiseAddress is where the kubernetes Service sends pods: the node's
+// address when there is a node, else loopback.
+func advertiseAddress() string {
+	if nodeWanted() {
+		return NodeIP
+	}
+	return "127.0.0.1"
+}
+
 // APIPort is the port the API server listens on, on loopback.
 func (c *cluster) APIPort() string {
 	_, port, _ := net.SplitHostPort(strings.TrimPrefix(c.url, "https://"))
@@ -347,7 +356,11 @@ func startCluster(ctx context.Context, bin, dir string) (*cluster, error) {
 	args := []string{
 		"--etcd-servers=" + etcdURL,
 		"--bind-address=127.0.0.1",
-		"--advertise-address=127.0.0.1",
+		// The kubernetes Service's endpoint: the node's address in the node
+		// tier, where a relay reaches this port on loopback, so that a
+		// pod's in-cluster client reaches the API server through the
+		// Service as in a cluster.
+		"--advertise-address=" + advertiseAddress(),
 		fmt.Sprintf("--secure-port=%d", apiPort),
 		"--tls-cert-file=" + p.certFile,
 		"--tls-private-key-file=" + p.keyFile,

@@ -139,7 +139,8 @@ func (n *node) makeBridge() error {
 
 // startRelays makes the brokers, which listen on loopback only, reachable
 // from the pods at the node's address, the RabbitMQ management API at
-// NodeManagementPort, and the API server at its own port (NodeAPIServer).
+// NodeManagementPort, and the API server at its own port, which the
+// kubernetes Service names (advertiseAddress).
 func (n *node) startRelays(c *cluster) error {
 	api := c.APIPort()
 	for port, to := range map[string]string{"5672": "5672", SQSPort(): SQSPort(), NodeManagementPort: "15672", PubSubPort(): PubSubPort(), api: api} {
@@ -152,13 +153,6 @@ func (n *node) startRelays(c *cluster) error {
 	}
 	return nil
 }
-
-// NodeAPIPort is where a pod reaches the API server, at the node's
-// address: it listens on loopback, so the kubernetes Service's endpoint
-// (127.0.0.1) is no address a pod can reach, and a client's in-cluster
-// configuration is pointed at this relay instead (KUBERNETES_SERVICE_HOST
-// and _PORT). Its certificate names the node's address.
-func (e *Env) NodeAPIPort() string { return e.Cluster.APIPort() }
 
 // NodeManagementPort relays RabbitMQ's management API for the pods. The
 // API listens on every address, but RabbitMQ admits guest only from
