@@ -19,9 +19,10 @@ import (
 // while it stands by, and a finalize always reads. Like the queue cache,
 // it is per replica and only saves work.
 type ClaimantsCache struct {
-	ttl     time.Duration
-	mu      gosync.Mutex
-	entries map[claimantsKey]claimantsEntry
+	ttl       time.Duration
+	mu        gosync.Mutex
+	entries   map[claimantsKey]claimantsEntry
+	nextSweep time.Time
 }
 
 type claimantsKey struct {
@@ -67,10 +68,20 @@ func (c *ClaimantsCache) keep(key claimantsKey, actors hook.ActorGroup, owner bo
 		delete(c.entries, key)
 		return
 	}
-	for k, e := range c.entries { // expired entries go as new ones come
+	c.sweep(now)
+	c.entries[key] = claimantsEntry{actors: actors, until: now.Add(c.ttl)}
+}
+
+// sweep drops expired entries, at most once per TTL, as the queue cache
+// does (brokers.Cached): a store costs no pass over every actor's entry.
+func (c *ClaimantsCache) sweep(now time.Time) {
+	if now.Before(c.nextSweep) {
+		return
+	}
+	for k, e := range c.entries {
 		if now.After(e.until) {
 			delete(c.entries, k)
 		}
 	}
-	c.entries[key] = claimantsEntry{actors: actors, until: now.Add(c.ttl)}
+	c.nextSweep = now.Add(c.ttl)
 }
