@@ -50,16 +50,17 @@ type Config struct {
 // the customize hook asks Metacontroller for costs it a cluster-wide
 // watch and, on every event of that resource anywhere in the cluster, a
 // pass over every actor (docs/performance.md#what-metacontroller-pays);
-// pods and namesakes are read by the service itself by default. Each can
+// pods, Secrets and namesakes are read by the service itself by default. Each can
 // be turned off, and the status then says what it is not told.
 type Watch struct {
 	// Pods: how the status learns of the actor's pods, for pod-level
 	// health (RuntimeError, ImagePullError, PendingResources, ...): true,
 	// false or whileUnhealthy.
 	Pods Source `json:"pods"`
-	// Secrets: the Secrets the transport references, so that a missing one
-	// is a ConfigError before any pod fails on it.
-	Secrets bool `json:"secrets"`
+	// Secrets: the Secrets the transport references, so that a missing or
+	// unusable one is a ConfigError before any pod fails on it: true,
+	// false or read.
+	Secrets Source `json:"secrets"`
 	// Namesakes: the actors that claim the actor's queue
 	// (docs/design.md#queues): of its name in every namespace for a nested
 	// actor, of its spec.actor in its namespace for a flat one; true,
@@ -82,9 +83,10 @@ const (
 	// itself, from the API server, while the observed workload is not
 	// settled; a settled one needs no pod list.
 	PodsWhileUnhealthy Source = "whileUnhealthy"
-	// Read (namesakes only): asya-sync lists the actors of the claim
-	// itself, from the API server, on every call, by a field selector
-	// that returns those actors alone.
+	// Read (namesakes and secrets): asya-sync reads the objects itself,
+	// from the API server: the actors of the claim, by a field selector
+	// that returns them alone; the Secrets the transport references, by
+	// name.
 	Read Source = "read"
 )
 
@@ -109,9 +111,9 @@ func (s Source) check(field string, read Source) error {
 
 // WatchDefault is the default: everything the status can report, asking
 // Metacontroller for no related rule that costs it a pass over every
-// actor on every event of a busy resource: pods and namesakes are read
-// by asya-sync itself.
-var WatchDefault = Watch{Pods: PodsWhileUnhealthy, Secrets: true, Namesakes: Read}
+// actor on every event of a busy resource: pods, Secrets and namesakes
+// are read by asya-sync itself.
+var WatchDefault = Watch{Pods: PodsWhileUnhealthy, Secrets: Read, Namesakes: Read}
 
 // Transport is one named transport: its name, whether it is enabled, and
 // its kind with the kind's decoded and checked settings.
@@ -168,7 +170,7 @@ func Parse(data []byte) (*Config, error) {
 		Transports             map[string]rawTransport `json:"transports"`
 		Watch                  struct {
 			Pods      *Source `json:"pods"`
-			Secrets   *bool   `json:"secrets"`
+			Secrets   *Source `json:"secrets"`
 			Namesakes *Source `json:"namesakes"`
 		} `json:"watch"`
 		RuntimeDelivery asyaruntime.Delivery `json:"runtimeDelivery"`
@@ -194,6 +196,7 @@ func Parse(data []byte) (*Config, error) {
 		RuntimeImage:    raw.RuntimeImage,
 	}
 	if err := errors.Join(cfg.Watch.Pods.check("watch.pods", PodsWhileUnhealthy),
+		cfg.Watch.Secrets.check("watch.secrets", Read),
 		cfg.Watch.Namesakes.check("watch.namesakes", Read)); err != nil {
 		return nil, err
 	}

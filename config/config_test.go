@@ -130,7 +130,7 @@ func TestWatchAndRuntimeDelivery(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := Watch{Pods: Unseen, Secrets: true, Namesakes: Unseen}
+	want := Watch{Pods: Unseen, Secrets: Read, Namesakes: Unseen}
 	if cfg.Watch != want || cfg.RuntimeDelivery != asyaruntime.PodTemplate {
 		t.Errorf("watch = %+v, runtimeDelivery = %q; want %+v and podTemplate", cfg.Watch, cfg.RuntimeDelivery, want)
 	}
@@ -138,8 +138,10 @@ func TestWatchAndRuntimeDelivery(t *testing.T) {
 		yaml string
 		want Watch
 	}{
-		{"{pods: true, namesakes: true}", Watch{Pods: Watched, Secrets: true, Namesakes: Watched}},
-		{"{pods: false, namesakes: false}", Watch{Pods: Unseen, Secrets: true, Namesakes: Unseen}},
+		{"{pods: true, namesakes: true}", Watch{Pods: Watched, Secrets: Read, Namesakes: Watched}},
+		{"{pods: false, namesakes: false}", Watch{Pods: Unseen, Secrets: Read, Namesakes: Unseen}},
+		{"{secrets: true}", Watch{Pods: PodsWhileUnhealthy, Secrets: Watched, Namesakes: Read}},
+		{"{secrets: false}", Watch{Pods: PodsWhileUnhealthy, Secrets: Unseen, Namesakes: Read}},
 		{"{pods: whileUnhealthy, namesakes: read}", WatchDefault},
 	} {
 		if cfg, err := Parse([]byte("watch: " + tc.yaml)); err != nil || cfg.Watch != tc.want {
@@ -150,6 +152,7 @@ func TestWatchAndRuntimeDelivery(t *testing.T) {
 		"{pods: sometimes}":           `watch.pods: "sometimes" is not true, false or whileUnhealthy`,
 		"{pods: read}":                `watch.pods: "read" is not true, false or whileUnhealthy`,
 		"{namesakes: whileUnhealthy}": `watch.namesakes: "whileUnhealthy" is not true, false or read`,
+		"{secrets: whileUnhealthy}":   `watch.secrets: "whileUnhealthy" is not true, false or read`,
 	} {
 		if _, err := Parse([]byte("watch: " + yaml)); err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("watch: %s: err = %v, want %q", yaml, err, want)

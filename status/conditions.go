@@ -45,6 +45,7 @@ func (o *observation) setConditions(st *v1alpha1.AsyncActorStatus) {
 	u := o.in.Unwatched
 	o.set(&st.Conditions, ConditionTransportReady, o.transportCondition().
 		noting(u.Secrets, "referenced Secrets not checked (watch.secrets: false)").
+		noting(u.SecretsUnread != "", "referenced Secrets not read: "+u.SecretsUnread).
 		noting(u.Namesakes, "actors of this name in other namespaces not checked (watch.namesakes: false)").
 		noting(u.NamesakesUnread != "", "actors claiming the queue not read: "+u.NamesakesUnread))
 	o.set(&st.Conditions, ConditionWorkloadReady, o.workloadCondition().

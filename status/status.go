@@ -143,6 +143,9 @@ type Unwatched struct {
 	PodsUnread string
 	// Secrets: the transport references Secrets that are not looked for.
 	Secrets bool
+	// SecretsUnread says why the Secrets the transport references could
+	// not be read (watch.secrets read), if they could not.
+	SecretsUnread string
 	// Namesakes: actors of the same name in other namespaces are not seen.
 	Namesakes bool
 	// NamesakesUnread says why the actors that claim the queue could not

@@ -69,7 +69,7 @@ func budgetHandler(t *testing.T, keys string) *Handler {
 	if err != nil {
 		t.Fatalf("budget configuration %q: %v", keys, err)
 	}
-	return &Handler{Config: cfg, Script: testScript, FlatScript: testFlatScript, Actors: noOtherActors{}, Now: func() time.Time { return defaultNow }}
+	return &Handler{Config: cfg, Script: testScript, FlatScript: testFlatScript, Actors: noOtherActors{}, Secrets: secretsExist{}, Now: func() time.Time { return defaultNow }}
 }
 
 // budgetActors between them build every kind of child: a scaled

@@ -47,7 +47,7 @@ func (h *Handler) Customize(req *hook.CustomizeRequest) *hook.CustomizeResponse 
 	case watch.Namesakes == config.Watched:
 		rules = append(rules, hook.RelatedResourceRule{APIVersion: v1alpha1.GroupVersion.String(), Resource: v1alpha1.Resource, Names: []string{name}})
 	}
-	if names := h.secretNames(actor.Spec.Transport); watch.Secrets && len(names) > 0 {
+	if names := h.secretNames(actor.Spec.Transport); watch.Secrets == config.Watched && len(names) > 0 {
 		rules = append(rules, hook.RelatedResourceRule{APIVersion: "v1", Resource: "secrets", Namespace: ns, Names: names})
 	}
 	rules = append(rules, hook.RelatedResourceRule{APIVersion: "v1", Resource: "namespaces", Names: []string{ns}})
@@ -63,7 +63,7 @@ func (h *Handler) unwatched(transportName string) status.Unwatched {
 	watch := h.Config.Watch
 	return status.Unwatched{
 		Pods:      watch.Pods.Off(),
-		Secrets:   !watch.Secrets && len(h.secretNames(transportName)) > 0,
+		Secrets:   watch.Secrets.Off() && len(h.secretNames(transportName)) > 0,
 		Namesakes: watch.Namesakes.Off(),
 	}
 }

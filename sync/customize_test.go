@@ -15,17 +15,17 @@ import (
 // that one; the Namespace is always asked for.
 func TestCustomizeFollowsWatch(t *testing.T) {
 	all := []string{"pods", "asyncactors", "secrets", "namespaces"}
-	watched := config.Watch{Pods: config.Watched, Secrets: true, Namesakes: config.Watched}
+	watched := config.Watch{Pods: config.Watched, Secrets: config.Watched, Namesakes: config.Watched}
 	for _, tc := range []struct {
 		name  string
 		watch config.Watch
 		want  []string
 	}{
 		{"everything", watched, all},
-		{"default: pods and namesakes read by the service", config.WatchDefault, []string{"secrets", "namespaces"}},
-		{"no pods", config.Watch{Pods: config.Unseen, Secrets: true, Namesakes: config.Watched}, []string{"asyncactors", "secrets", "namespaces"}},
+		{"default: pods, Secrets and namesakes read by the service", config.WatchDefault, []string{"namespaces"}},
+		{"no pods", config.Watch{Pods: config.Unseen, Secrets: config.Watched, Namesakes: config.Watched}, []string{"asyncactors", "secrets", "namespaces"}},
 		{"no Secrets", config.Watch{Pods: config.Watched, Namesakes: config.Watched}, []string{"pods", "asyncactors", "namespaces"}},
-		{"no namesakes", config.Watch{Pods: config.Watched, Secrets: true}, []string{"pods", "secrets", "namespaces"}},
+		{"no namesakes", config.Watch{Pods: config.Watched, Secrets: config.Watched}, []string{"pods", "secrets", "namespaces"}},
 		{"nothing", config.Watch{}, []string{"namespaces"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -41,7 +41,8 @@ func TestCustomizeFollowsWatch(t *testing.T) {
 			u := h.unwatched("rabbitmq")
 			pods := slices.Contains(got, "pods") || tc.watch.Pods == config.PodsWhileUnhealthy
 			namesakes := slices.Contains(got, "asyncactors") || tc.watch.Namesakes == config.Read
-			if u.Pods != !pods || u.Namesakes != !namesakes || u.Secrets != !slices.Contains(got, "secrets") {
+			secrets := slices.Contains(got, "secrets") || tc.watch.Secrets == config.Read
+			if u.Pods != !pods || u.Namesakes != !namesakes || u.Secrets != !secrets {
 				t.Errorf("the status is told %+v is unwatched, but customize asks for %v", u, got)
 			}
 		})

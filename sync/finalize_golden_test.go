@@ -54,7 +54,7 @@ func TestFinalizeGolden(t *testing.T) {
 				}
 			}
 			broker := scripted.New(w.Transport)
-			h := &Handler{Config: cfg, Transports: broker, Script: testScript, FlatScript: testFlatScript, Actors: noOtherActors{}, Now: func() time.Time { return now }}
+			h := &Handler{Config: cfg, Transports: broker, Script: testScript, FlatScript: testFlatScript, Actors: noOtherActors{}, Secrets: secretsExist{}, Now: func() time.Time { return now }}
 			resp, err := h.Answer(context.Background(), req)
 			if err != nil {
 				t.Fatalf("finalize: %v", err)

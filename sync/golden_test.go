@@ -142,7 +142,7 @@ func loadCase(t testing.TB, dir string) (*hook.SyncRequest, *Handler) {
 	if w.Now != nil {
 		now = *w.Now
 	}
-	h := &Handler{Config: cfg, Script: testScript, FlatScript: testFlatScript, Actors: noOtherActors{}, Now: func() time.Time { return now },
+	h := &Handler{Config: cfg, Script: testScript, FlatScript: testFlatScript, Actors: noOtherActors{}, Secrets: secretsExist{}, Now: func() time.Time { return now },
 		Transports: scripted.New(w.Transport)}
 	return req, h
 }

@@ -28,7 +28,7 @@ func NewBrokerHandler(t *testing.T, yaml string) *Handler {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { set.Close() })
-	return &Handler{Config: cfg, Transports: set, Script: testScript, FlatScript: testFlatScript, Actors: noOtherActors{}, Now: time.Now}
+	return &Handler{Config: cfg, Transports: set, Script: testScript, FlatScript: testFlatScript, Actors: noOtherActors{}, Secrets: secretsExist{}, Now: time.Now}
 }
 
 // noOtherActors is an API server that holds no actor claiming the queue
@@ -39,6 +39,16 @@ type noOtherActors struct{}
 
 func (noOtherActors) ListActors(context.Context, string, string) (hook.ActorGroup, error) {
 	return hook.ActorGroup{}, nil
+}
+
+// secretsExist is an API server that holds every Secret it is asked
+// for, with none of the keys a transport checks: the cluster these tests'
+// requests describe, unless they send the Secrets themselves, as
+// Metacontroller would with watch.secrets true.
+type secretsExist struct{}
+
+func (secretsExist) GetSecret(_ context.Context, namespace, name string) (*hook.Secret, error) {
+	return &hook.Secret{Object: hook.Object{Metadata: hook.ObjectMeta{Name: name, Namespace: namespace}}}, nil
 }
 
 // DecodeBody is the request Metacontroller would send as body, decoded as

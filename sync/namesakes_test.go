@@ -70,7 +70,7 @@ func TestClaimantsRead(t *testing.T) {
 				t.Fatal(err)
 			}
 			now := time.Date(2026, 11, 28, 12, 0, 0, 0, time.UTC)
-			h := &Handler{Config: cfg, Script: testScript, FlatScript: testFlatScript, Actors: tc.lister, Now: func() time.Time { return now }}
+			h := &Handler{Config: cfg, Script: testScript, FlatScript: testFlatScript, Actors: tc.lister, Secrets: secretsExist{}, Now: func() time.Time { return now }}
 			body := map[string]any{"parent": tc.parent, "children": map[string]any{}, "related": map[string]any{}, "finalizing": tc.finalizing}
 			if tc.sent != nil {
 				body["related"] = map[string]any{"AsyncActor.asya.sh/v1alpha1": tc.sent}
@@ -148,7 +148,7 @@ func TestClaimantsKept(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			lister := &listedActors{actors: tc.others}
-			h := &Handler{Config: cfg, Script: testScript, FlatScript: testFlatScript, Actors: lister,
+			h := &Handler{Config: cfg, Script: testScript, FlatScript: testFlatScript, Actors: lister, Secrets: secretsExist{},
 				Claimants: NewClaimantsCache(5 * time.Minute), Now: func() time.Time { return now }}
 			tc.calls(h)
 			if len(lister.asked) != tc.lists {

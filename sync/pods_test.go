@@ -69,7 +69,7 @@ func TestPodsReadWhileUnhealthy(t *testing.T) {
 				t.Fatal(err)
 			}
 			now := time.Date(2026, 11, 28, 12, 0, 0, 0, time.UTC)
-			h := &Handler{Config: cfg, Script: testScript, FlatScript: testFlatScript, Actors: noOtherActors{}, Now: func() time.Time { return now }}
+			h := &Handler{Config: cfg, Script: testScript, FlatScript: testFlatScript, Actors: noOtherActors{}, Secrets: secretsExist{}, Now: func() time.Time { return now }}
 			if tc.lister != nil {
 				h.Pods = tc.lister
 			}

@@ -67,7 +67,7 @@ func TestSteadyResyncBrokerCalls(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { set.Close() })
-	h := &Handler{Config: cfg, Transports: set, Script: testScript, FlatScript: testFlatScript, Actors: noOtherActors{}, Now: clock.Now}
+	h := &Handler{Config: cfg, Transports: set, Script: testScript, FlatScript: testFlatScript, Actors: noOtherActors{}, Secrets: secretsExist{}, Now: clock.Now}
 	actor := testenv.UniqueName("resync")
 	queue := transport.QueueName(actor)
 	t.Cleanup(func() { testenv.DeleteQueue(t, conn, queue) })

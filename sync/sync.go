@@ -33,6 +33,9 @@ type Handler struct {
 	// Actors lists the actors that claim a queue, for watch.namesakes
 	// read; nil when the service has no API client.
 	Actors ActorLister
+	// Secrets gets the Secrets a transport references, for watch.secrets
+	// read; nil when the service has no API client.
+	Secrets SecretGetter
 	// Claimants keeps an owner's claimants between reads; nil keeps none.
 	Claimants *ClaimantsCache
 	Now       func() time.Time
@@ -43,7 +46,11 @@ type Handler struct {
 // deleted), build the children, compute the status.
 func (h *Handler) Answer(ctx context.Context, req *hook.SyncRequest) (*hook.Response, error) {
 	listed, unread := h.readClaimants(ctx, req)
+	secretsUnread := h.readSecrets(ctx, req)
 	a := h.assess(req)
+	if secretsUnread != nil {
+		a.unwatched.SecretsUnread = secretsUnread.Error()
+	}
 	if listed != nil {
 		h.Claimants.keep(claimantsKeyOf(req), listed, a.mine && !req.Finalizing, h.Now())
 	}

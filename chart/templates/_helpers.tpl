@@ -284,7 +284,37 @@ sink and the sump, x-sink and x-sump unless set, are two different actors.
 {{- if eq (toString .Values.config.watch.namesakes) "read" -}}true{{- end -}}
 {{- end -}}
 
+{{/*
+The Secrets the service gets itself (config.watch.secrets read): the names
+of every ...SecretRef in the enabled transports' config, as a JSON list.
+*/}}
+{{- define "asya-sync.readSecretNames" -}}
+{{- $names := list -}}
+{{- if eq (toString .Values.config.watch.secrets) "read" -}}
+{{- $transports := default dict .Values.config.transports -}}
+{{- range $name := (include "asya-sync.transportNames" . | fromJson).enabled -}}
+{{- $names = concat $names (include "asya-sync.secretRefNames" (get (get $transports $name) "config" | default dict) | fromJsonArray) -}}
+{{- end -}}
+{{- end -}}
+{{- $names | uniq | sortAlpha | toJson -}}
+{{- end -}}
+
+{{/* The name of every map under a key ending in SecretRef, at any depth of a map, as a JSON list. */}}
+{{- define "asya-sync.secretRefNames" -}}
+{{- $names := list -}}
+{{- range $key, $value := . -}}
+{{- if kindIs "map" $value -}}
+{{- if and (hasSuffix "secretref" (lower $key)) $value.name -}}
+{{- $names = append $names (toString $value.name) -}}
+{{- else -}}
+{{- $names = concat $names (include "asya-sync.secretRefNames" $value | fromJsonArray) -}}
+{{- end -}}
+{{- end -}}
+{{- end -}}
+{{- $names | toJson -}}
+{{- end -}}
+
 {{/* The service reads the API server: it needs its token, and the rights to. */}}
 {{- define "asya-sync.readsAPI" -}}
-{{- if or (include "asya-sync.readsPods" .) (include "asya-sync.readsNamesakes" .) -}}true{{- end -}}
+{{- if or (include "asya-sync.readsPods" .) (include "asya-sync.readsNamesakes" .) (include "asya-sync.readSecretNames" . | fromJsonArray) -}}true{{- end -}}
 {{- end -}}

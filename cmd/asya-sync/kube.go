@@ -8,6 +8,7 @@ import (
 
 	"github.com/rs/zerolog"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -26,13 +27,14 @@ import (
 // list would have told, not its answer.
 const readTimeout = 3 * time.Second
 
-// kubeReader lists what the service reads of the API server itself, with
+// kubeReader reads what the service reads of the API server itself, with
 // its own credentials (its ServiceAccount in a cluster, else the
-// kubeconfig given): an actor's pods, and the actors that claim a queue.
-// Lists are served from the API server's watch cache (resourceVersion 0),
-// as Metacontroller's informers would have the objects, and reach no etcd.
+// kubeconfig given): an actor's pods, the actors that claim a queue, the
+// Secrets a transport references. Reads are served from the API server's
+// watch cache (resourceVersion 0), as Metacontroller's informers would
+// have the objects, and reach no etcd.
 type kubeReader struct {
-	pods   corev1client.PodsGetter
+	core   corev1client.CoreV1Interface
 	actors rest.Interface
 }
 
@@ -41,7 +43,7 @@ func (k kubeReader) ListPods(ctx context.Context, namespace, actor string) ([]co
 	ctx, cancel := context.WithTimeout(ctx, readTimeout)
 	defer cancel()
 	selector := labels.SelectorFromSet(labels.Set{children.LabelActor: actor}).String()
-	list, err := k.pods.Pods(namespace).List(ctx, metav1.ListOptions{LabelSelector: selector, ResourceVersion: "0"})
+	list, err := k.core.Pods(namespace).List(ctx, metav1.ListOptions{LabelSelector: selector, ResourceVersion: "0"})
 	if err != nil {
 		return nil, fmt.Errorf("list pods %s in %s: %w", selector, namespace, err)
 	}
@@ -64,18 +66,32 @@ func (k kubeReader) ListActors(ctx context.Context, namespace, fieldSelector str
 	return hook.DecodeActorList(data)
 }
 
+// GetSecret gets the Secret, or nil when there is none of that name.
+func (k kubeReader) GetSecret(ctx context.Context, namespace, name string) (*hook.Secret, error) {
+	ctx, cancel := context.WithTimeout(ctx, readTimeout)
+	defer cancel()
+	s, err := k.core.Secrets(namespace).Get(ctx, name, metav1.GetOptions{ResourceVersion: "0"})
+	switch {
+	case apierrors.IsNotFound(err):
+		return nil, nil
+	case err != nil:
+		return nil, fmt.Errorf("get secret %s in %s: %w", name, namespace, err)
+	}
+	return &hook.Secret{Object: hook.Object{Metadata: hook.ObjectMeta{Name: s.Name, Namespace: s.Namespace, UID: s.UID}}, Data: s.Data}, nil
+}
+
 // newKubeReader is the service's reader when the configuration has it read
-// pods or namesakes, from kubeconfig if given, else the pod's
-// ServiceAccount; nil when it reads neither. Without credentials the
+// pods, Secrets or namesakes, from kubeconfig if given, else the pod's
+// ServiceAccount; nil when it reads none. Without credentials the
 // service still serves: the statuses say what could not be read, and a
 // finalize that needs the namesakes waits for them.
 func newKubeReader(cfg *config.Config, kubeconfig string, log zerolog.Logger) *kubeReader {
-	if cfg.Watch.Pods != config.PodsWhileUnhealthy && cfg.Watch.Namesakes != config.Read {
+	if cfg.Watch.Pods != config.PodsWhileUnhealthy && cfg.Watch.Secrets != config.Read && cfg.Watch.Namesakes != config.Read {
 		return nil
 	}
 	r, err := dialKube(kubeconfig)
 	if err != nil {
-		log.Warn().Err(err).Msg("no Kubernetes API client: pod health and the actors claiming a queue are not read")
+		log.Warn().Err(err).Msg("no Kubernetes API client: pod health, the referenced Secrets and the actors claiming a queue are not read")
 		return nil
 	}
 	return r
@@ -86,7 +102,7 @@ func dialKube(kubeconfig string) (*kubeReader, error) {
 	if err != nil {
 		return nil, err
 	}
-	pods, err := corev1client.NewForConfig(rc)
+	core, err := corev1client.NewForConfig(rc)
 	if err != nil {
 		return nil, err
 	}
@@ -98,7 +114,7 @@ func dialKube(kubeconfig string) (*kubeReader, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &kubeReader{pods: pods, actors: actors}, nil
+	return &kubeReader{core: core, actors: actors}, nil
 }
 
 // restConfig is the API client's configuration. Its rate allows a list or

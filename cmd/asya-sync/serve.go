@@ -246,7 +246,7 @@ func newServer(f serveFlags, log zerolog.Logger) (*server, *credentials, brokers
 	}
 	hooks := &hooksync.Handler{Config: cfg, Transports: yieldingBrokers{opened}, Script: script, FlatScript: asyaruntime.EmbeddedHTTP(), Now: time.Now}
 	if kube := newKubeReader(cfg, f.kubeconfig, log); kube != nil {
-		hooks.Pods, hooks.Actors = kube, kube
+		hooks.Pods, hooks.Actors, hooks.Secrets = kube, kube, kube
 		hooks.Claimants = hooksync.NewClaimantsCache(cfg.QueueCacheTTL.Duration)
 	}
 	srv := &server{

@@ -113,10 +113,9 @@ func TestCustomize(t *testing.T) {
 		t.Fatalf("got %d %v", code, body)
 	}
 	got, _ := json.Marshal(body["relatedResources"])
-	// No pods and no actors: the service lists them itself
-	// (watch.pods whileUnhealthy, watch.namesakes read).
-	want := `[{"apiVersion":"v1","names":["mq-secret"],"namespace":"ml","resource":"secrets"},` +
-		`{"apiVersion":"v1","names":["ml"],"resource":"namespaces"}]`
+	// No pods, Secrets or actors: the service reads them itself
+	// (watch.pods whileUnhealthy, watch.secrets read, watch.namesakes read).
+	want := `[{"apiVersion":"v1","names":["ml"],"resource":"namespaces"}]`
 	if string(got) != want {
 		t.Errorf("relatedResources =\n%s\nwant\n%s", got, want)
 	}

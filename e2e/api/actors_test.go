@@ -419,6 +419,14 @@ func TestInvalidSpecInStatus(t *testing.T) {
 		if !strings.Contains(testenv.MustJSON(got["status"]), "rabbitmq-secret") {
 			t.Errorf("status does not name the missing Secret: %s", testenv.MustJSON(got["status"]))
 		}
+		// Read off the API server (watch.secrets read): once the Secrets
+		// exist, the next sync finds them.
+		testenv.EnsureNamespace(t, ctx, ns, true)
+		converge(t, ctx, ns, "stateful-no-secret")
+		got = testenv.GetActor(t, ctx, ns, "stateful-no-secret")
+		if s := testenv.Str(got, "status", "status"); s == "ConfigError" || strings.Contains(testenv.MustJSON(got["status"]), "Secret") {
+			t.Errorf("status.status = %q once the Secret exists: %s", s, testenv.MustJSON(got["status"]))
+		}
 	})
 }
 

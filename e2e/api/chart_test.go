@@ -193,6 +193,42 @@ func TestHelmTemplateDefaults(t *testing.T) {
 	}
 }
 
+// TestHelmTemplateSecretNames: with watch.secrets read, the service may get
+// the Secrets the enabled transports name, by those names only, and with
+// watch.secrets true none.
+func TestHelmTemplateSecretNames(t *testing.T) {
+	values := filepath.Join(t.TempDir(), "values.yaml")
+	if err := os.WriteFile(values, []byte(`config:
+  transports:
+    rabbitmq:
+      config: {passwordSecretRef: {name: rmq-pass, key: password}}
+    sqs:
+      type: sqs
+      config:
+        region: eu-west-1
+        accountId: "1"
+        credentials:
+          accessKeyIdSecretRef: {name: aws-creds, key: id}
+          secretAccessKeySecretRef: {name: aws-creds, key: secret}
+    off:
+      type: rabbitmq
+      enabled: false
+      config: {host: mq, passwordSecretRef: {name: not-read, key: password}}
+`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	objs := renderChart(t, "asya-system", "-f", values)
+	want := `[{"apiGroups":[""],"resources":["pods"],"verbs":["list"]},{"apiGroups":["asya.sh"],"resources":["asyncactors"],"verbs":["list"]},` +
+		`{"apiGroups":[""],"resourceNames":["aws-creds","rmq-pass"],"resources":["secrets"],"verbs":["get"]}]`
+	if rules := testenv.MustJSON(objs["ClusterRole/asya-sync-reader"]["rules"]); rules != want {
+		t.Errorf("ClusterRole asya-sync-reader rules\n%s\nwant\n%s", rules, want)
+	}
+	objs = renderChart(t, "asya-system", "-f", values, "--set", "config.watch.secrets=true")
+	if rules := testenv.MustJSON(objs["ClusterRole/asya-sync-reader"]["rules"]); strings.Contains(rules, "secrets") {
+		t.Errorf("ClusterRole asya-sync-reader with watch.secrets true: %s", rules)
+	}
+}
+
 func TestHelmTemplateFullValues(t *testing.T) {
 	ctx := testenv.CtxFor(t, time.Minute)
 	ns := "e2e-helm-full"

@@ -78,10 +78,10 @@ func mcVariantNamed(t *testing.T, name string) testenv.MCVariant {
 	case "base":
 		v.Hook = &testenv.MCService{Bin: os.Getenv("ASYA_MC_BASE_BIN"), Chart: os.Getenv("ASYA_MC_BASE_CHART")}
 	case "default":
-	case "watched": // the defaults before watch.pods whileUnhealthy and watch.namesakes read
-		current.Extra = "watch: {pods: true, namesakes: true}\n"
+	case "watched": // the defaults before pods, Secrets and namesakes were read
+		current.Extra = "watch: {pods: true, secrets: true, namesakes: true}\n"
 	case "lean": // examples/values-large-fleet.yaml
-		current.Extra = "watch: {pods: whileUnhealthy, secrets: false, namesakes: read}\nruntimeDelivery: initContainer\nruntimeImage: asya-sync:test\n"
+		current.Extra = "watch: {pods: whileUnhealthy, secrets: read, namesakes: read}\nruntimeDelivery: initContainer\nruntimeImage: asya-sync:test\n"
 	case "lean-podtemplate":
 		current.Extra = "watch: {pods: false, secrets: false, namesakes: false}\nruntimeDelivery: podTemplate\n"
 	default:
