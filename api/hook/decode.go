@@ -14,11 +14,15 @@ import (
 // The v2 decoder (the standalone form of Go's encoding/json/v2) validates
 // and decodes in one pass where encoding/json makes two, which halves the
 // cost of a sync of a realistic request (docs/performance.md). Unlike
-// encoding/json it matches field names exactly and refuses duplicate
-// names and invalid UTF-8, none of which the API server produces. The
+// encoding/json it matches field names exactly and refuses invalid UTF-8,
+// which the API server never produces. Duplicate names are taken, the
+// last winning, as encoding/json takes them: Metacontroller marshals maps
+// and cannot send any, and looking for them cost a twelfth of a sync. The
 // parent's spec stays on encoding/json: its errors are shown to users in
 // the actor's status.
-func unmarshal(data []byte, into any) error { return jsonv2.Unmarshal(data, into, readTimes) }
+func unmarshal(data []byte, into any) error {
+	return jsonv2.Unmarshal(data, into, readTimes, jsontext.AllowDuplicateNames(true))
+}
 
 // readTimes reads a metav1.Time as its UnmarshalJSON does, without the
 // second decoder that method runs over each value: a realistic request
@@ -52,7 +56,7 @@ func readTime(dec *jsontext.Decoder, t *metav1.Time) error {
 func unmarshalV1(data []byte, into any) error { return jsonv1.Unmarshal(data, into) }
 
 // skipped is a member no view reads, read past as one value, which checks
-// it as skipping does (syntax, UTF-8, duplicate names) a fifth faster: the
+// it as skipping does (syntax, UTF-8) a fifth faster: the
 // decoder skips a member it has no field for token by token. The members
 // given this type (managedFields, a pod's spec) are most of a request's
 // bytes.

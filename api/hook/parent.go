@@ -15,10 +15,18 @@ import (
 // must decode for a request to be answered at all, while a spec that does
 // not decode is a problem of the actor, reported in its status.
 type parentShell struct {
-	metav1.TypeMeta   `json:",inline"`
-	metav1.ObjectMeta `json:"metadata"`
-	Spec              json.RawMessage           `json:"spec"`
-	Status            v1alpha1.AsyncActorStatus `json:"status"`
+	metav1.TypeMeta `json:",inline"`
+	Metadata        parentMeta                `json:"metadata"`
+	Spec            json.RawMessage           `json:"spec"`
+	Status          v1alpha1.AsyncActorStatus `json:"status"`
+}
+
+// parentMeta is the parent's metadata but its managedFields, which no hook
+// reads and the API server fills with an entry per writer: read past, as
+// the children's are.
+type parentMeta struct {
+	metav1.ObjectMeta
+	ManagedFields skipped `json:"managedFields"`
 }
 
 // DecodeParent is the one decode step of an AsyncActor, for every hook
@@ -41,10 +49,10 @@ func DecodeParent(raw json.RawMessage, found flavor.Found) (actor *v1alpha1.Asyn
 	if shell.Kind != v1alpha1.Kind || shell.APIVersion != want {
 		return nil, nil, fmt.Errorf("parent is %s %q, want %s %q", shell.APIVersion, shell.Kind, want, v1alpha1.Kind)
 	}
-	if shell.Name == "" {
+	if shell.Metadata.Name == "" {
 		return nil, nil, errors.New("parent has no metadata.name")
 	}
-	actor = &v1alpha1.AsyncActor{TypeMeta: shell.TypeMeta, ObjectMeta: shell.ObjectMeta, Status: shell.Status}
+	actor = &v1alpha1.AsyncActor{TypeMeta: shell.TypeMeta, ObjectMeta: shell.Metadata.ObjectMeta, Status: shell.Status}
 	specErr = decodeSpec(shell.Spec, found, &actor.Spec)
 	actor.Spec = actor.Spec.WithDefaults()
 	return actor, specErr, nil

@@ -44,3 +44,23 @@ func TestDecodeParentMergesFlavors(t *testing.T) {
 		})
 	}
 }
+
+// TestDecodeParentReadsPastManagedFields: the parent's managedFields are
+// read past, not decoded (no hook reads them): an entry no ObjectMeta
+// would decode still leaves the parent answerable, while the rest of its
+// metadata is read.
+func TestDecodeParentReadsPastManagedFields(t *testing.T) {
+	parent := json.RawMessage(`{"apiVersion":"asya.sh/v1alpha1","kind":"AsyncActor",
+		"metadata":{"name":"a","namespace":"ns","labels":{"team":"x"},"managedFields":[{"manager":5,"time":"not a time"}]},
+		"spec":{"actor":"a","image":"i:1","handler":"m.f"}}`)
+	actor, _, err := DecodeParent(parent, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if actor.Name != "a" || actor.Labels["team"] != "x" || actor.ManagedFields != nil {
+		t.Errorf("metadata %+v, want name a, label team=x and no managedFields", actor.ObjectMeta)
+	}
+	if _, _, err := DecodeParent(json.RawMessage(`{"apiVersion":"asya.sh/v1alpha1","kind":"AsyncActor","metadata":{"name":"a","managedFields":[}}`), nil); err == nil {
+		t.Error("managedFields that are not JSON: accepted")
+	}
+}
