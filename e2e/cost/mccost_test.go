@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -33,10 +34,11 @@ import (
 //	ASYA_MC_ACTORS=200,1000,2000 ASYA_MC_VARIANTS=no-op,one-child,default,lean \
 //	  E2E_TEST_FLAGS=-v .ci/e2e.sh test -run MetacontrollerCost -timeout 120m
 //
-// The floors are "no-op" (no children) and "one-child" (one small
-// Deployment per actor); "lean" is examples/values-large-fleet.yaml.
-// ASYA_MC_POD_EVENTS and ASYA_MC_CONFIGMAPS (0 by default) add the
-// unrelated objects; ASYA_MC_BASE_BIN and ASYA_MC_BASE_CHART name another
+// The floors are "no-op" (no children), "one-child" (one small
+// Deployment per actor) and "same-children" (the ConfigMap and Deployment
+// asya-sync renders for the actor); "lean" is examples/values-large-fleet.yaml.
+// ASYA_MC_POD_EVENTS, ASYA_MC_CONFIGMAPS and ASYA_MC_SECRETS (0 by default)
+// add the unrelated objects; ASYA_MC_BASE_BIN and ASYA_MC_BASE_CHART name another
 // build of asya-sync and its chart for the variant "base" (the code before
 // a change).
 func TestMetacontrollerCost(t *testing.T) {
@@ -62,8 +64,8 @@ func TestMetacontrollerCost(t *testing.T) {
 		mcHeader, strings.Join(rows, "\n"))
 }
 
-const mcHeader = "| variant | actors | create: wall, Metacontroller CPU, syncs per actor | API server CPU while creating | RSS, live heap after create | pod events: count, CPU, per event | ConfigMaps: count, live heap added, per ConfigMap | delete: wall, CPU | peak RSS |\n" +
-	"|---|---|---|---|---|---|---|---|---|"
+const mcHeader = "| variant | actors | create: wall, Metacontroller CPU, syncs per actor | API server CPU while creating | RSS, live heap after create | pod events: count, CPU, per event | ConfigMaps: count, live heap added, per ConfigMap | Secrets: count, live heap added, per Secret | delete: wall, CPU | peak RSS |\n" +
+	"|---|---|---|---|---|---|---|---|---|---|"
 
 func mcVariantNamed(t *testing.T, name string) testenv.MCVariant {
 	current := testenv.MCService{Bin: env.SyncBin, Chart: filepath.Join(env.Root, "chart")}
@@ -75,6 +77,8 @@ func mcVariantNamed(t *testing.T, name string) testenv.MCVariant {
 		return testenv.MCVariant{Name: name, Floor: noopHook}
 	case "one-child":
 		return testenv.MCVariant{Name: name, Floor: oneChildHook}
+	case "same-children":
+		return testenv.MCVariant{Name: name, Floor: floorHook(renderedChildren(t))}
 	case "base":
 		v.Hook = &testenv.MCService{Bin: os.Getenv("ASYA_MC_BASE_BIN"), Chart: os.Getenv("ASYA_MC_BASE_CHART")}
 	case "default":
@@ -85,9 +89,43 @@ func mcVariantNamed(t *testing.T, name string) testenv.MCVariant {
 	case "lean-podtemplate":
 		current.Extra = "watch: {pods: false, secrets: false, namesakes: false}\nruntimeDelivery: podTemplate\n"
 	default:
-		t.Fatalf("unknown variant %q (no-op, one-child, base, default, watched, lean, lean-podtemplate; asya-sync's with +no-etag)", name)
+		t.Fatalf("unknown variant %q (no-op, one-child, same-children, base, default, watched, lean, lean-podtemplate; asya-sync's with +no-etag)", name)
 	}
 	return v
+}
+
+// renderedChildren gives a parent the children asya-sync renders for the
+// harness's actor under MCConfig (a ConfigMap with the runtime script, a
+// Deployment with the sidecar), renamed for it: the floor of any
+// CompositeController that has Metacontroller hold those children, with
+// no related rule, queue or status of its own.
+func renderedChildren(t *testing.T) func(name, namespace string) []byte {
+	dir := t.TempDir()
+	actor := testenv.LoadActor(t, filepath.Join(env.Root, "e2e", "testdata", "actors", "manual.yaml"), "floorns")
+	testenv.MapAt(actor, "metadata")["name"] = "floorname"
+	testenv.MapAt(actor, "spec")["transport"] = "rabbitmq"
+	files := map[string]string{"actor.yaml": testenv.MustJSON(actor), "config.yaml": testenv.MCConfig}
+	for f, data := range files {
+		if err := os.WriteFile(filepath.Join(dir, f), []byte(data), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	out, err := exec.Command(env.SyncBin, "render", "-f", filepath.Join(dir, "actor.yaml"), "--config", filepath.Join(dir, "config.yaml")).Output()
+	if err != nil {
+		t.Fatalf("asya-sync render: %v", err)
+	}
+	objs, err := testenv.SplitYAML(out, "asya-sync render")
+	if err != nil {
+		t.Fatal(err)
+	}
+	kids := make([]string, len(objs))
+	for i, o := range objs {
+		kids[i] = testenv.MustJSON(o)
+	}
+	joined := strings.Join(kids, ",")
+	return func(name, namespace string) []byte {
+		return []byte(strings.NewReplacer("floorname", name, "floorns", namespace).Replace(joined))
+	}
 }
 
 // oneChildHook is the floor of any CompositeController with a workload:
@@ -209,15 +247,18 @@ func measure(t *testing.T, ctx context.Context, v testenv.MCVariant, bin string,
 	} else {
 		row += " |"
 	}
-	// Unrelated ConfigMaps: memory added per ConfigMap of 1 KB.
-	if c := envInt("ASYA_MC_CONFIGMAPS", 0); c > 0 {
-		added, err := mcConfigMaps(t, ctx, mc, "cost-cms-"+id, c)
+	// Unrelated ConfigMaps and Secrets: memory added per object of 1 KB.
+	for _, u := range []struct{ kind, env string }{{"ConfigMap", "ASYA_MC_CONFIGMAPS"}, {"Secret", "ASYA_MC_SECRETS"}} {
+		c := envInt(u.env, 0)
+		if c == 0 {
+			row += " |"
+			continue
+		}
+		added, err := mcUnrelated(t, ctx, mc, "cost-"+strings.ToLower(u.kind)+"s-"+id, u.kind, c)
 		if err != nil {
 			return "", err
 		}
 		row += fmt.Sprintf(" %d, %s, %.1f KB |", c, mb(added), float64(added)/float64(c)/1024)
-	} else {
-		row += " |"
 	}
 
 	// Delete: every actor gone.
@@ -314,9 +355,9 @@ func mcLabel(ctx context.Context, r testenv.GVR, ns, name, round string) error {
 	return err
 }
 
-// mcConfigMaps creates c ConfigMaps of 1 KB in ns and returns the live
-// heap Metacontroller added, then deletes them.
-func mcConfigMaps(t *testing.T, ctx context.Context, mc *testenv.MCProcess, ns string, c int) (int64, error) {
+// mcUnrelated creates c objects of kind (ConfigMap or Secret) of 1 KB in
+// ns and returns the live heap Metacontroller added, then deletes them.
+func mcUnrelated(t *testing.T, ctx context.Context, mc *testenv.MCProcess, ns, kind string, c int) (int64, error) {
 	testenv.EnsureNamespace(t, ctx, ns, false)
 	k := env.Cluster.Client
 	names := make([]string, c)
@@ -324,10 +365,10 @@ func mcConfigMaps(t *testing.T, ctx context.Context, mc *testenv.MCProcess, ns s
 		names[i] = fmt.Sprintf("c%05d", i)
 	}
 	before := mc.LiveHeap()
-	data := strings.Repeat("x", 1024)
+	data := map[string]string{"ConfigMap": "data", "Secret": "stringData"}[kind]
 	if err := parallel(names, func(name string) error {
-		_, err := k.Create(ctx, testenv.Obj{"apiVersion": "v1", "kind": "ConfigMap",
-			"metadata": testenv.Obj{"name": name, "namespace": ns}, "data": testenv.Obj{"d": data}}, false)
+		_, err := k.Create(ctx, testenv.Obj{"apiVersion": "v1", "kind": kind,
+			"metadata": testenv.Obj{"name": name, "namespace": ns}, data: testenv.Obj{"d": strings.Repeat("x", 1024)}}, false)
 		return err
 	}); err != nil {
 		return 0, err
@@ -336,7 +377,7 @@ func mcConfigMaps(t *testing.T, ctx context.Context, mc *testenv.MCProcess, ns s
 		return 0, err
 	}
 	added := mc.LiveHeap() - before
-	mcDeleteAll(ctx, ns, "v1", "ConfigMap")
+	mcDeleteAll(ctx, ns, "v1", kind)
 	return added, mc.Idle(ctx, 3*time.Second)
 }
 
