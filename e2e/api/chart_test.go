@@ -199,6 +199,7 @@ func TestHelmTemplateDefaults(t *testing.T) {
 func TestHelmTemplateSecretNames(t *testing.T) {
 	values := filepath.Join(t.TempDir(), "values.yaml")
 	if err := os.WriteFile(values, []byte(`config:
+  flatActors: {transport: rabbitmq}
   transports:
     rabbitmq:
       config: {passwordSecretRef: {name: rmq-pass, key: password}}
