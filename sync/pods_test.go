@@ -73,18 +73,7 @@ func TestPodsReadWhileUnhealthy(t *testing.T) {
 			if tc.lister != nil {
 				h.Pods = tc.lister
 			}
-			body := map[string]any{
-				"parent":   actorObject(tc.finalizing),
-				"children": map[string]any{"Deployment.apps/v1": map[string]any{"ml/echo": tc.workload}},
-				"related":  map[string]any{},
-			}
-			if tc.sent != nil {
-				body["related"] = map[string]any{"Pod.v1": tc.sent}
-			}
-			if tc.finalizing {
-				body["finalizing"] = true
-			}
-			resp, err := h.Answer(context.Background(), DecodeBody(t, body))
+			resp, err := h.Answer(context.Background(), DecodeBody(t, echoBody(tc.finalizing, tc.workload, "Pod.v1", tc.sent)))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -103,6 +92,23 @@ func TestPodsReadWhileUnhealthy(t *testing.T) {
 			}
 		})
 	}
+}
+
+// echoBody is the request for ml/echo (actorObject) observing workload,
+// with the related group sent when it is not nil.
+func echoBody(finalizing bool, workload map[string]any, group string, sent map[string]any) map[string]any {
+	body := map[string]any{
+		"parent":   actorObject(finalizing),
+		"children": map[string]any{"Deployment.apps/v1": map[string]any{"ml/echo": workload}},
+		"related":  map[string]any{},
+	}
+	if sent != nil {
+		body["related"] = map[string]any{group: sent}
+	}
+	if finalizing {
+		body["finalizing"] = true
+	}
+	return body
 }
 
 // actorObject is a 0.3 actor ml/echo on the transport mq.

@@ -70,18 +70,7 @@ func TestSecretsRead(t *testing.T) {
 			if tc.getter != nil {
 				h.Secrets = tc.getter
 			}
-			body := map[string]any{
-				"parent":   actorObject(tc.finalizing),
-				"children": map[string]any{"Deployment.apps/v1": map[string]any{"ml/echo": deployment(1, 1)}},
-				"related":  map[string]any{},
-			}
-			if tc.sent != nil {
-				body["related"] = map[string]any{"Secret.v1": tc.sent}
-			}
-			if tc.finalizing {
-				body["finalizing"] = true
-			}
-			resp, err := h.Answer(context.Background(), DecodeBody(t, body))
+			resp, err := h.Answer(context.Background(), DecodeBody(t, echoBody(tc.finalizing, deployment(1, 1), "Secret.v1", tc.sent)))
 			if err != nil {
 				t.Fatal(err)
 			}
