@@ -109,6 +109,12 @@ func (s Source) check(field string, read Source) error {
 	return nil
 }
 
+// ReadsAPI: the service reads some related objects itself, from the API
+// server, and needs a client for it.
+func (w Watch) ReadsAPI() bool {
+	return w.Pods == PodsWhileUnhealthy || w.Secrets == Read || w.Namesakes == Read
+}
+
 // WatchDefault is the default: everything the status can report, asking
 // Metacontroller for no related rule that costs it a pass over every
 // actor on every event of a busy resource: pods, Secrets and namesakes

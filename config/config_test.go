@@ -230,3 +230,23 @@ func TestRabbitMQRetryCountDefault(t *testing.T) {
 		t.Errorf("queueCacheTTL 1s: %v", err)
 	}
 }
+
+// TestWatchReadsAPI: the service needs an API client when any kind of
+// related object is read by it, and only then.
+func TestWatchReadsAPI(t *testing.T) {
+	for _, tc := range []struct {
+		watch Watch
+		want  bool
+	}{
+		{WatchDefault, true},
+		{Watch{Pods: PodsWhileUnhealthy, Secrets: Watched, Namesakes: Unseen}, true},
+		{Watch{Pods: Unseen, Secrets: Read, Namesakes: Watched}, true},
+		{Watch{Pods: Watched, Secrets: Unseen, Namesakes: Read}, true},
+		{Watch{Pods: Watched, Secrets: Watched, Namesakes: Watched}, false},
+		{Watch{Pods: Unseen, Secrets: Unseen, Namesakes: Unseen}, false},
+	} {
+		if got := tc.watch.ReadsAPI(); got != tc.want {
+			t.Errorf("%+v.ReadsAPI() = %v, want %v", tc.watch, got, tc.want)
+		}
+	}
+}

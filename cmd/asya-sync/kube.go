@@ -86,7 +86,7 @@ func (k kubeReader) GetSecret(ctx context.Context, namespace, name string) (*hoo
 // service still serves: the statuses say what could not be read, and a
 // finalize that needs the namesakes waits for them.
 func newKubeReader(cfg *config.Config, kubeconfig string, log zerolog.Logger) *kubeReader {
-	if cfg.Watch.Pods != config.PodsWhileUnhealthy && cfg.Watch.Secrets != config.Read && cfg.Watch.Namesakes != config.Read {
+	if !cfg.Watch.ReadsAPI() {
 		return nil
 	}
 	r, err := dialKube(kubeconfig)
