@@ -94,6 +94,15 @@ func mcVariantNamed(t *testing.T, name string) testenv.MCVariant {
 	return v
 }
 
+// costActor is the actor every variant is measured with: scaling off,
+// on the rabbitmq transport of MCConfig.
+func costActor(t *testing.T, ns, name string) testenv.Obj {
+	a := testenv.LoadActor(t, filepath.Join(env.Root, "e2e", "testdata", "actors", "manual.yaml"), ns)
+	testenv.MapAt(a, "metadata")["name"] = name
+	testenv.MapAt(a, "spec")["transport"] = "rabbitmq"
+	return a
+}
+
 // renderedChildren gives a parent the children asya-sync renders for the
 // harness's actor under MCConfig (a ConfigMap with the runtime script, a
 // Deployment with the sidecar), renamed for it: the floor of any
@@ -101,10 +110,7 @@ func mcVariantNamed(t *testing.T, name string) testenv.MCVariant {
 // no related rule, queue or status of its own.
 func renderedChildren(t *testing.T) func(name, namespace string) []byte {
 	dir := t.TempDir()
-	actor := testenv.LoadActor(t, filepath.Join(env.Root, "e2e", "testdata", "actors", "manual.yaml"), "floorns")
-	testenv.MapAt(actor, "metadata")["name"] = "floorname"
-	testenv.MapAt(actor, "spec")["transport"] = "rabbitmq"
-	files := map[string]string{"actor.yaml": testenv.MustJSON(actor), "config.yaml": testenv.MCConfig}
+	files := map[string]string{"actor.yaml": testenv.MustJSON(costActor(t, "floorns", "floorname")), "config.yaml": testenv.MCConfig}
 	for f, data := range files {
 		if err := os.WriteFile(filepath.Join(dir, f), []byte(data), 0o644); err != nil {
 			t.Fatal(err)
@@ -218,10 +224,7 @@ func measure(t *testing.T, ctx context.Context, v testenv.MCVariant, bin string,
 	// Metacontroller goes idle.
 	cpu0, api0, syncs0, start := mc.CPU(), env.APIServerCPU(), syncs(), time.Now()
 	if err := parallel(names, func(name string) error {
-		a := testenv.LoadActor(t, filepath.Join(env.Root, "e2e", "testdata", "actors", "manual.yaml"), ns)
-		testenv.MapAt(a, "metadata")["name"] = name
-		testenv.MapAt(a, "spec")["transport"] = "rabbitmq"
-		_, err := k.Create(ctx, a, false)
+		_, err := k.Create(ctx, costActor(t, ns, name), false)
 		return err
 	}); err != nil {
 		return "", err
@@ -365,10 +368,11 @@ func mcUnrelated(t *testing.T, ctx context.Context, mc *testenv.MCProcess, ns, k
 		names[i] = fmt.Sprintf("c%05d", i)
 	}
 	before := mc.LiveHeap()
-	data := map[string]string{"ConfigMap": "data", "Secret": "stringData"}[kind]
+	field := map[string]string{"ConfigMap": "data", "Secret": "stringData"}[kind]
+	data := strings.Repeat("x", 1024)
 	if err := parallel(names, func(name string) error {
 		_, err := k.Create(ctx, testenv.Obj{"apiVersion": "v1", "kind": kind,
-			"metadata": testenv.Obj{"name": name, "namespace": ns}, data: testenv.Obj{"d": strings.Repeat("x", 1024)}}, false)
+			"metadata": testenv.Obj{"name": name, "namespace": ns}, field: testenv.Obj{"d": data}}, false)
 		return err
 	}); err != nil {
 		return 0, err
