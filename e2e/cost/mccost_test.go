@@ -3,9 +3,11 @@
 package cost
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -13,9 +15,12 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	gosync "sync"
 	"sync/atomic"
 	"testing"
 	"time"
+
+	amqp "github.com/rabbitmq/amqp091-go"
 
 	"github.com/asya-sh/asya-sync/internal/testenv"
 )
@@ -36,7 +41,8 @@ import (
 //
 // The floors are "no-op" (no children), "one-child" (one small
 // Deployment per actor) and "same-children" (the ConfigMap and Deployment
-// asya-sync renders for the actor); "lean" is examples/values-large-fleet.yaml.
+// asya-sync renders for the actor, and a durable queue per actor on
+// RabbitMQ, deleted by its finalize); "lean" is examples/values-large-fleet.yaml.
 // ASYA_MC_POD_EVENTS, ASYA_MC_CONFIGMAPS and ASYA_MC_SECRETS (0 by default)
 // add the unrelated objects; ASYA_MC_BASE_BIN and ASYA_MC_BASE_CHART name another
 // build of asya-sync and its chart for the variant "base" (the code before
@@ -64,8 +70,8 @@ func TestMetacontrollerCost(t *testing.T) {
 		mcHeader, strings.Join(rows, "\n"))
 }
 
-const mcHeader = "| variant | actors | create: wall, Metacontroller CPU, syncs per actor | API server CPU while creating | RSS, live heap after create | pod events: count, CPU, per event | ConfigMaps: count, live heap added, per ConfigMap | Secrets: count, live heap added, per Secret | delete: wall, CPU | peak RSS |\n" +
-	"|---|---|---|---|---|---|---|---|---|---|"
+const mcHeader = "| variant | actors | create: wall, Metacontroller CPU, syncs per actor | API server CPU while creating | RSS, live heap after create | pod events: count, CPU, per event | ConfigMaps: count, live heap added, per ConfigMap | Secrets: count, live heap added, per Secret | delete: wall, Metacontroller CPU | API server CPU while deleting | finalize: mean latency | peak RSS |\n" +
+	"|---|---|---|---|---|---|---|---|---|---|---|---|"
 
 func mcVariantNamed(t *testing.T, name string) testenv.MCVariant {
 	current := testenv.MCService{Bin: env.SyncBin, Chart: filepath.Join(env.Root, "chart")}
@@ -78,7 +84,7 @@ func mcVariantNamed(t *testing.T, name string) testenv.MCVariant {
 	case "one-child":
 		return testenv.MCVariant{Name: name, Floor: oneChildHook}
 	case "same-children":
-		return testenv.MCVariant{Name: name, Floor: floorHook(renderedChildren(t))}
+		return testenv.MCVariant{Name: name, Floor: withFloorQueue(t, floorHook(renderedChildren(t)))}
 	case "base":
 		v.Hook = &testenv.MCService{Bin: os.Getenv("ASYA_MC_BASE_BIN"), Chart: os.Getenv("ASYA_MC_BASE_CHART")}
 	case "default":
@@ -107,7 +113,7 @@ func costActor(t *testing.T, ns, name string) testenv.Obj {
 // harness's actor under MCConfig (a ConfigMap with the runtime script, a
 // Deployment with the sidecar), renamed for it: the floor of any
 // CompositeController that has Metacontroller hold those children, with
-// no related rule, queue or status of its own.
+// no related rule or status of its own.
 func renderedChildren(t *testing.T) func(name, namespace string) []byte {
 	dir := t.TempDir()
 	files := map[string]string{"actor.yaml": testenv.MustJSON(costActor(t, "floorns", "floorname")), "config.yaml": testenv.MCConfig}
@@ -131,6 +137,70 @@ func renderedChildren(t *testing.T) func(name, namespace string) []byte {
 	joined := strings.Join(kids, ",")
 	return func(name, namespace string) []byte {
 		return []byte(strings.NewReplacer("floorname", name, "floorns", namespace).Replace(joined))
+	}
+}
+
+// withFloorQueue gives a floor a durable queue per parent on the
+// transport's RabbitMQ, declared on the parent's first sync and deleted by
+// its finalize before the answer, as any CompositeController with a queue
+// per parent must: the floor of asya-sync's queue work, against which its
+// own (a queue and a dead-letter queue, the claimants read first) is
+// measured.
+func withFloorQueue(t *testing.T, h http.HandlerFunc) http.HandlerFunc {
+	conn := testenv.Rabbit(t)
+	channels := make(chan *amqp.Channel, 16)
+	var declared gosync.Map
+	op := func(f func(ch *amqp.Channel) error) error {
+		var ch *amqp.Channel
+		select {
+		case ch = <-channels:
+		default:
+			var err error
+			if ch, err = conn.Channel(); err != nil {
+				return err
+			}
+		}
+		if err := f(ch); err != nil {
+			ch.Close()
+			return err
+		}
+		select {
+		case channels <- ch:
+		default:
+			ch.Close()
+		}
+		return nil
+	}
+	return func(w http.ResponseWriter, r *http.Request) {
+		body, err := io.ReadAll(r.Body)
+		var req struct {
+			Parent struct {
+				Metadata struct{ Name, Namespace string } `json:"metadata"`
+			} `json:"parent"`
+		}
+		if err == nil {
+			err = json.Unmarshal(body, &req)
+		}
+		queue := "floor-" + req.Parent.Metadata.Namespace + "-" + req.Parent.Metadata.Name
+		if _, seen := declared.Load(queue); err == nil && r.URL.Path == "/sync" && !seen {
+			err = op(func(ch *amqp.Channel) error {
+				_, err := ch.QueueDeclare(queue, true, false, false, false, nil)
+				return err
+			})
+			if err == nil {
+				declared.Store(queue, true)
+			}
+		}
+		if err == nil && r.URL.Path == "/finalize" {
+			err = op(func(ch *amqp.Channel) error { _, err := ch.QueueDelete(queue, false, false, false); return err })
+			declared.Delete(queue)
+		}
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusInternalServerError)
+			return
+		}
+		r.Body = io.NopCloser(bytes.NewReader(body))
+		h(w, r)
 	}
 }
 
@@ -173,23 +243,33 @@ func measure(t *testing.T, ctx context.Context, v testenv.MCVariant, bin string,
 	}, v.Name)
 	id := fmt.Sprintf("%s-%d-%s", alnum, n, env.RunID)
 	var hookURL string
-	var syncs func() float64
+	// syncs counts the sync calls; finalizing sums the finalize calls'
+	// latency, in seconds.
+	var syncs, finalizing func() float64
 	if v.Hook != nil {
 		hookURL = testenv.StartExtraService(t, "cost-"+id, v.Hook.Bin, testenv.MCConfig+v.Hook.Extra, nil)
 		syncs = func() float64 {
 			return testenv.ScrapeSum(hookURL+"/metrics", `asya_sync_hook_calls_total{code="200",hook="sync"`)
 		}
+		finalizing = func() float64 {
+			return testenv.ScrapeSum(hookURL+"/metrics", `asya_sync_hook_duration_seconds_sum{hook="finalize"}`)
+		}
 	} else {
-		var calls atomic.Int64
+		var calls, finalizeNanos atomic.Int64
 		floor := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			if r.URL.Path == "/sync" {
-				calls.Add(1)
-			}
+			start := time.Now()
 			v.Floor(w, r)
+			switch r.URL.Path {
+			case "/sync":
+				calls.Add(1)
+			case "/finalize":
+				finalizeNanos.Add(int64(time.Since(start)))
+			}
 		}))
 		defer floor.Close()
 		hookURL = floor.URL
 		syncs = func() float64 { return float64(calls.Load()) }
+		finalizing = func() float64 { return time.Duration(finalizeNanos.Load()).Seconds() }
 	}
 	k := env.Cluster.Client
 	ccName := "cost-" + id
@@ -265,7 +345,8 @@ func measure(t *testing.T, ctx context.Context, v testenv.MCVariant, bin string,
 	}
 
 	// Delete: every actor gone.
-	cpu0, start = mc.CPU(), time.Now()
+	cpu0, api0, start = mc.CPU(), env.APIServerCPU(), time.Now()
+	finalizing0 := finalizing()
 	if err := parallel(names, func(name string) error { return k.Delete(ctx, testenv.ActorGVR(), ns, name) }); err != nil {
 		return "", err
 	}
@@ -276,7 +357,8 @@ func measure(t *testing.T, ctx context.Context, v testenv.MCVariant, bin string,
 	if err := mc.Idle(ctx, 3*time.Second); err != nil {
 		return "", err
 	}
-	row += fmt.Sprintf(" %.1f s, %.1f s | %s |", gone.Sub(start).Seconds(), mc.CPU()-cpu0, mb(mc.Mem("VmHWM")))
+	row += fmt.Sprintf(" %.1f s, %.1f s | %.1f s | %.1f ms | %s |", gone.Sub(start).Seconds(), mc.CPU()-cpu0,
+		env.APIServerCPU()-api0, (finalizing()-finalizing0)/float64(n)*1e3, mb(mc.Mem("VmHWM")))
 	// The children the garbage collector would remove at its own pace:
 	// removed at once, so that the next Metacontroller does not list them.
 	mcDeleteAll(ctx, ns, "apps/v1", "Deployment")

@@ -74,6 +74,59 @@ func BenchmarkRabbitMQEnsure(b *testing.B) {
 	})
 }
 
+// BenchmarkRabbitMQDelete measures what a finalize's Delete costs against
+// the real broker (docs/performance.md#where-a-finalize-waits): an owned queue
+// and its DLQ, each with its owner record checked before and deleted
+// after; against a single durable queue deleted, the floor of any
+// controller with a queue per object, and the owner record's delete alone.
+// Each queue is made before its iteration, untimed.
+func BenchmarkRabbitMQDelete(b *testing.B) {
+	testenv.NeedRabbitMQ(b)
+	settings := Settings{Host: "127.0.0.1", Port: DefaultPort, VHost: DefaultVHost, Username: DefaultUsername, Exchange: testExchange}
+	settings.Queues.DLQ.Enabled = true
+	r := New("bench-"+testenv.ActorName("conn"), settings, nil)
+	b.Cleanup(func() { r.Close() })
+	ctx := context.Background()
+	ch, err := testenv.Rabbit(b).Channel()
+	if err != nil {
+		b.Fatal(err)
+	}
+	var made []string
+	b.Cleanup(func() { deleteQueuesAndRecords(made) })
+	each := func(b *testing.B, name string, make, del func(i int, queue string) error) {
+		prefix := testenv.ActorName(name)
+		for i := 0; b.Loop(); i++ {
+			queue := fmt.Sprintf("%s-%d", prefix, i)
+			b.StopTimer()
+			made = append(made, "asya-"+queue, "asya-"+queue+"-dlq")
+			if err := make(i, queue); err != nil {
+				b.Fatal(err)
+			}
+			b.StartTimer()
+			if err := del(i, queue); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+	b.Run("owned queue and DLQ", func(b *testing.B) {
+		each(b, "owned", func(_ int, actor string) error { return r.Ensure(ctx, transport.Queue{Actor: actor}) },
+			func(_ int, actor string) error { return r.Delete(ctx, transport.Queue{Actor: actor}) })
+	})
+	b.Run("one durable queue", func(b *testing.B) {
+		each(b, "floor", func(_ int, actor string) error {
+			_, err := ch.QueueDeclare("asya-"+actor, true, false, false, false, nil)
+			return err
+		}, func(_ int, actor string) error {
+			_, err := ch.QueueDelete("asya-"+actor, false, false, false)
+			return err
+		})
+	})
+	b.Run("owner record alone", func(b *testing.B) {
+		each(b, "record", func(_ int, actor string) error { return claim(ch, "asya-"+actor, "bench") },
+			func(_ int, actor string) error { return unclaim(ch, "asya-"+actor) })
+	})
+}
+
 // TestOwnerRecordMemory measures the broker's memory for 1000 owner
 // records (ASYA_MEASURE=1; docs/performance.md#owner-records): the node's
 // metadata store (mnesia, where an exchange is a row), as the management
