@@ -44,7 +44,8 @@ import (
 // asya-sync renders for the actor, and a durable queue per actor on
 // RabbitMQ, deleted by its finalize); "lean" is examples/values-large-fleet.yaml.
 // ASYA_MC_POD_EVENTS, ASYA_MC_CONFIGMAPS and ASYA_MC_SECRETS (0 by default)
-// add the unrelated objects; ASYA_MC_BASE_BIN and ASYA_MC_BASE_CHART name another
+// add the unrelated objects; ASYA_MC_CLAIMANT_LISTS times that many of a
+// finalize's claimant lists once the fleet is created; ASYA_MC_BASE_BIN and ASYA_MC_BASE_CHART name another
 // build of asya-sync and its chart for the variant "base" (the code before
 // a change).
 func TestMetacontrollerCost(t *testing.T) {
@@ -70,8 +71,8 @@ func TestMetacontrollerCost(t *testing.T) {
 		mcHeader, strings.Join(rows, "\n"))
 }
 
-const mcHeader = "| variant | actors | create: wall, Metacontroller CPU, syncs per actor | API server CPU while creating | RSS, live heap after create | pod events: count, CPU, per event | ConfigMaps: count, live heap added, per ConfigMap | Secrets: count, live heap added, per Secret | delete: wall, Metacontroller CPU | API server CPU while deleting | finalize: mean latency | peak RSS |\n" +
-	"|---|---|---|---|---|---|---|---|---|---|---|---|"
+const mcHeader = "| variant | actors | create: wall, Metacontroller CPU, syncs per actor | API server CPU while creating | RSS, live heap after create | claimant list: latency, API server CPU | pod events: count, CPU, per event | ConfigMaps: count, live heap added, per ConfigMap | Secrets: count, live heap added, per Secret | delete: wall, Metacontroller CPU | API server CPU while deleting | finalize: mean latency, of it the queue's delete | peak RSS |\n" +
+	"|---|---|---|---|---|---|---|---|---|---|---|---|---|"
 
 func mcVariantNamed(t *testing.T, name string) testenv.MCVariant {
 	current := testenv.MCService{Bin: env.SyncBin, Chart: filepath.Join(env.Root, "chart")}
@@ -244,8 +245,9 @@ func measure(t *testing.T, ctx context.Context, v testenv.MCVariant, bin string,
 	id := fmt.Sprintf("%s-%d-%s", alnum, n, env.RunID)
 	var hookURL string
 	// syncs counts the sync calls; finalizing sums the finalize calls'
-	// latency, in seconds.
-	var syncs, finalizing func() float64
+	// latency, and deleting the broker's queue deletes within them, in
+	// seconds.
+	var syncs, finalizing, deleting func() float64
 	if v.Hook != nil {
 		hookURL = testenv.StartExtraService(t, "cost-"+id, v.Hook.Bin, testenv.MCConfig+v.Hook.Extra, nil)
 		syncs = func() float64 {
@@ -253,6 +255,9 @@ func measure(t *testing.T, ctx context.Context, v testenv.MCVariant, bin string,
 		}
 		finalizing = func() float64 {
 			return testenv.ScrapeSum(hookURL+"/metrics", `asya_sync_hook_duration_seconds_sum{hook="finalize"}`)
+		}
+		deleting = func() float64 {
+			return testenv.ScrapeSum(hookURL+"/metrics", `asya_sync_transport_operation_duration_seconds_sum{operation="delete"`)
 		}
 	} else {
 		var calls, finalizeNanos atomic.Int64
@@ -270,6 +275,7 @@ func measure(t *testing.T, ctx context.Context, v testenv.MCVariant, bin string,
 		hookURL = floor.URL
 		syncs = func() float64 { return float64(calls.Load()) }
 		finalizing = func() float64 { return time.Duration(finalizeNanos.Load()).Seconds() }
+		deleting = finalizing // the floor's finalize is its queue's delete
 	}
 	k := env.Cluster.Client
 	ccName := "cost-" + id
@@ -319,6 +325,17 @@ func measure(t *testing.T, ctx context.Context, v testenv.MCVariant, bin string,
 	row += fmt.Sprintf(" %.1f s, %.1f s, %.1f | %.1f s | %s, %s |", settled.Sub(start).Seconds(), mc.CPU()-cpu0,
 		(syncs()-syncs0)/float64(n), env.APIServerCPU()-api0, mb(mc.Mem("VmRSS")), mb(mc.LiveHeap()))
 
+	// The claimant list a finalize makes (watch.namesakes read), at this
+	// fleet size: its latency and the API server's CPU, per list.
+	if v.Hook != nil && envInt("ASYA_MC_CLAIMANT_LISTS", 0) > 0 {
+		list, get, err := claimantLists(ctx, ns, names, envInt("ASYA_MC_CLAIMANT_LISTS", 0))
+		if err != nil {
+			return "", err
+		}
+		row += fmt.Sprintf(" %.1f ms, %.2f ms (a GET of one actor: %.1f ms, %.2f ms) |", list[0]*1e3, list[1]*1e3, get[0]*1e3, get[1]*1e3)
+	} else {
+		row += " |"
+	}
 	// Unrelated pod events: pods in a namespace with no actor, each
 	// created, relabelled twice and deleted (nothing schedules them).
 	if p := envInt("ASYA_MC_POD_EVENTS", 0); p > 0 {
@@ -346,7 +363,7 @@ func measure(t *testing.T, ctx context.Context, v testenv.MCVariant, bin string,
 
 	// Delete: every actor gone.
 	cpu0, api0, start = mc.CPU(), env.APIServerCPU(), time.Now()
-	finalizing0 := finalizing()
+	finalizing0, deleting0 := finalizing(), deleting()
 	if err := parallel(names, func(name string) error { return k.Delete(ctx, testenv.ActorGVR(), ns, name) }); err != nil {
 		return "", err
 	}
@@ -357,13 +374,38 @@ func measure(t *testing.T, ctx context.Context, v testenv.MCVariant, bin string,
 	if err := mc.Idle(ctx, 3*time.Second); err != nil {
 		return "", err
 	}
-	row += fmt.Sprintf(" %.1f s, %.1f s | %.1f s | %.1f ms | %s |", gone.Sub(start).Seconds(), mc.CPU()-cpu0,
-		env.APIServerCPU()-api0, (finalizing()-finalizing0)/float64(n)*1e3, mb(mc.Mem("VmHWM")))
+	row += fmt.Sprintf(" %.1f s, %.1f s | %.1f s | %.1f ms, %.1f ms | %s |", gone.Sub(start).Seconds(), mc.CPU()-cpu0,
+		env.APIServerCPU()-api0, (finalizing()-finalizing0)/float64(n)*1e3, (deleting()-deleting0)/float64(n)*1e3, mb(mc.Mem("VmHWM")))
 	// The children the garbage collector would remove at its own pace:
 	// removed at once, so that the next Metacontroller does not list them.
 	mcDeleteAll(ctx, ns, "apps/v1", "Deployment")
 	mcDeleteAll(ctx, ns, "v1", "ConfigMap")
 	return row, nil
+}
+
+// claimantLists makes count lists of a nested actor's namesakes, as a
+// finalize makes them (every namespace, metadata.name, from the watch
+// cache), one after another, then as many GETs of one actor, the same
+// request without the scan. It returns the mean latency and API server
+// CPU of each, in seconds.
+func claimantLists(ctx context.Context, ns string, names []string, count int) (list, get [2]float64, err error) {
+	k := env.Cluster.Client
+	timed := func(path func(name string) string) (out [2]float64, err error) {
+		cpu0, start := env.APIServerCPU(), time.Now()
+		for i := range count {
+			if _, code, err := k.Raw(ctx, "GET", path(names[i%len(names)]), nil, ""); err != nil || code != http.StatusOK {
+				return out, fmt.Errorf("claimant list: %d %v", code, err)
+			}
+		}
+		return [2]float64{time.Since(start).Seconds() / float64(count), (env.APIServerCPU() - cpu0) / float64(count)}, nil
+	}
+	if list, err = timed(func(name string) string {
+		return testenv.ActorGVR().Path("", "") + "?resourceVersion=0&fieldSelector=metadata.name%3D" + name
+	}); err != nil {
+		return
+	}
+	get, err = timed(func(name string) string { return testenv.ActorGVR().Path(ns, name) + "?resourceVersion=0" })
+	return
 }
 
 // mcSettled waits until all n actors of ns have a status for their

@@ -75,7 +75,7 @@ func BenchmarkRabbitMQEnsure(b *testing.B) {
 }
 
 // BenchmarkRabbitMQDelete measures what a finalize's Delete costs against
-// the real broker (docs/performance.md#where-a-finalize-waits): an owned queue
+// the real broker (docs/performance.md#owner-records): an owned queue
 // and its DLQ, each with its owner record checked before and deleted
 // after; against a single durable queue deleted, the floor of any
 // controller with a queue per object, and the owner record's delete alone.
