@@ -45,9 +45,9 @@ import (
 // RabbitMQ, deleted by its finalize); "lean" is examples/values-large-fleet.yaml.
 // ASYA_MC_POD_EVENTS, ASYA_MC_CONFIGMAPS and ASYA_MC_SECRETS (0 by default)
 // add the unrelated objects; ASYA_MC_CLAIMANT_LISTS times that many of a
-// finalize's claimant lists once the fleet is created; ASYA_MC_BASE_BIN and ASYA_MC_BASE_CHART name another
-// build of asya-sync and its chart for the variant "base" (the code before
-// a change).
+// finalize's claimant lists once the fleet is created; ASYA_MC_BASE_BIN
+// and ASYA_MC_BASE_CHART name another build of asya-sync and its chart for
+// the variant "base" (the code before a change).
 func TestMetacontrollerCost(t *testing.T) {
 	bin := testenv.NeedMetacontroller(t)
 	if env.KEDA != nil {
