@@ -114,13 +114,15 @@ func TestFleet(t *testing.T) {
 
 // noopHook answers every hook doing nothing: no related objects, no
 // children, the parent's status unchanged, finalized at once.
-var noopHook = floorHook(nil)
+var noopHook = floorHook(nil, nil)
 
 // floorHook answers every hook with no related objects, the parent's
 // status unchanged, finalized at once, and the children child(name,
 // namespace) gives for the parent (as JSON objects), also on finalize, so
-// that the garbage collector removes them as it does asya-sync's.
-func floorHook(child func(name, namespace string) []byte) http.HandlerFunc {
+// that the garbage collector removes them as it does asya-sync's. queue,
+// unless nil, does the parent's queue work for the hook (its path) before
+// the answer; its error fails the call.
+func floorHook(child func(name, namespace string) []byte, queue func(hook, name, namespace string) error) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		var req struct {
 			Parent struct {
@@ -131,6 +133,12 @@ func floorHook(child func(name, namespace string) []byte) http.HandlerFunc {
 		if err := json.NewDecoder(r.Body).Decode(&req); err != nil {
 			http.Error(w, err.Error(), 400)
 			return
+		}
+		if queue != nil {
+			if err := queue(r.URL.Path, req.Parent.Metadata.Name, req.Parent.Metadata.Namespace); err != nil {
+				http.Error(w, err.Error(), http.StatusInternalServerError)
+				return
+			}
 		}
 		status := req.Parent.Status
 		if len(status) == 0 {

@@ -3,11 +3,9 @@
 package cost
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -85,7 +83,7 @@ func mcVariantNamed(t *testing.T, name string) testenv.MCVariant {
 	case "one-child":
 		return testenv.MCVariant{Name: name, Floor: oneChildHook}
 	case "same-children":
-		return testenv.MCVariant{Name: name, Floor: withFloorQueue(t, floorHook(renderedChildren(t)))}
+		return testenv.MCVariant{Name: name, Floor: floorHook(renderedChildren(t), floorQueue(t))}
 	case "base":
 		v.Hook = &testenv.MCService{Bin: os.Getenv("ASYA_MC_BASE_BIN"), Chart: os.Getenv("ASYA_MC_BASE_CHART")}
 	case "default":
@@ -141,17 +139,17 @@ func renderedChildren(t *testing.T) func(name, namespace string) []byte {
 	}
 }
 
-// withFloorQueue gives a floor a durable queue per parent on the
-// transport's RabbitMQ, declared on the parent's first sync and deleted by
-// its finalize before the answer, as any CompositeController with a queue
-// per parent must: the floor of asya-sync's queue work, against which its
-// own (a queue and a dead-letter queue, the claimants read first) is
-// measured.
-func withFloorQueue(t *testing.T, h http.HandlerFunc) http.HandlerFunc {
+// floorQueue gives a floor a durable queue per parent on the transport's
+// RabbitMQ, declared on the parent's first sync and deleted by its
+// finalize, as any CompositeController with a queue per parent must: the
+// floor of asya-sync's queue work, against which its own (a queue and a
+// dead-letter queue, the claimants read first) is measured. Channels are
+// kept between calls, as asya-sync keeps them.
+func floorQueue(t *testing.T) func(hook, name, namespace string) error {
 	conn := testenv.Rabbit(t)
 	channels := make(chan *amqp.Channel, 16)
 	var declared gosync.Map
-	op := func(f func(ch *amqp.Channel) error) error {
+	onChannel := func(f func(ch *amqp.Channel) error) error {
 		var ch *amqp.Channel
 		select {
 		case ch = <-channels:
@@ -172,36 +170,23 @@ func withFloorQueue(t *testing.T, h http.HandlerFunc) http.HandlerFunc {
 		}
 		return nil
 	}
-	return func(w http.ResponseWriter, r *http.Request) {
-		body, err := io.ReadAll(r.Body)
-		var req struct {
-			Parent struct {
-				Metadata struct{ Name, Namespace string } `json:"metadata"`
-			} `json:"parent"`
-		}
-		if err == nil {
-			err = json.Unmarshal(body, &req)
-		}
-		queue := "floor-" + req.Parent.Metadata.Namespace + "-" + req.Parent.Metadata.Name
-		if _, seen := declared.Load(queue); err == nil && r.URL.Path == "/sync" && !seen {
-			err = op(func(ch *amqp.Channel) error {
+	return func(hook, name, namespace string) error {
+		queue := "floor-" + namespace + "-" + name
+		switch _, seen := declared.Load(queue); {
+		case hook == "/sync" && !seen:
+			err := onChannel(func(ch *amqp.Channel) error {
 				_, err := ch.QueueDeclare(queue, true, false, false, false, nil)
 				return err
 			})
 			if err == nil {
 				declared.Store(queue, true)
 			}
-		}
-		if err == nil && r.URL.Path == "/finalize" {
-			err = op(func(ch *amqp.Channel) error { _, err := ch.QueueDelete(queue, false, false, false); return err })
+			return err
+		case hook == "/finalize":
 			declared.Delete(queue)
+			return onChannel(func(ch *amqp.Channel) error { _, err := ch.QueueDelete(queue, false, false, false); return err })
 		}
-		if err != nil {
-			http.Error(w, err.Error(), http.StatusInternalServerError)
-			return
-		}
-		r.Body = io.NopCloser(bytes.NewReader(body))
-		h(w, r)
+		return nil
 	}
 }
 
@@ -215,7 +200,7 @@ var oneChildHook = floorHook(func(name, namespace string) []byte {
 			"template": testenv.Obj{"metadata": testenv.Obj{"labels": labels},
 				"spec": testenv.Obj{"containers": []any{testenv.Obj{"name": "c", "image": "registry.invalid/none:1"}}}}}})
 	return child
-})
+}, nil)
 
 func envOr(name, def string) string {
 	if v := os.Getenv(name); v != "" {
@@ -332,7 +317,7 @@ func measure(t *testing.T, ctx context.Context, v testenv.MCVariant, bin string,
 		if err != nil {
 			return "", err
 		}
-		row += fmt.Sprintf(" %.1f ms, %.2f ms (a GET of one actor: %.1f ms, %.2f ms) |", list[0]*1e3, list[1]*1e3, get[0]*1e3, get[1]*1e3)
+		row += fmt.Sprintf(" %.1f ms, %.2f ms (a GET of one actor: %.1f ms, %.2f ms) |", list.latency*1e3, list.cpu*1e3, get.latency*1e3, get.cpu*1e3)
 	} else {
 		row += " |"
 	}
@@ -383,21 +368,23 @@ func measure(t *testing.T, ctx context.Context, v testenv.MCVariant, bin string,
 	return row, nil
 }
 
+// timing is the mean latency and API server CPU of a request, in seconds.
+type timing struct{ latency, cpu float64 }
+
 // claimantLists makes count lists of a nested actor's namesakes, as a
 // finalize makes them (every namespace, metadata.name, from the watch
 // cache), one after another, then as many GETs of one actor, the same
-// request without the scan. It returns the mean latency and API server
-// CPU of each, in seconds.
-func claimantLists(ctx context.Context, ns string, names []string, count int) (list, get [2]float64, err error) {
-	k := env.Cluster.Client
-	timed := func(path func(name string) string) (out [2]float64, err error) {
+// request without the scan.
+func claimantLists(ctx context.Context, ns string, names []string, count int) (list, get timing, err error) {
+	timed := func(path func(name string) string) (timing, error) {
 		cpu0, start := env.APIServerCPU(), time.Now()
 		for i := range count {
-			if _, code, err := k.Raw(ctx, "GET", path(names[i%len(names)]), nil, ""); err != nil || code != http.StatusOK {
-				return out, fmt.Errorf("claimant list: %d %v", code, err)
+			p := path(names[i%len(names)])
+			if _, code, err := env.Cluster.Client.Raw(ctx, "GET", p, nil, ""); err != nil || code != http.StatusOK {
+				return timing{}, fmt.Errorf("GET %s: %d %v", p, code, err)
 			}
 		}
-		return [2]float64{time.Since(start).Seconds() / float64(count), (env.APIServerCPU() - cpu0) / float64(count)}, nil
+		return timing{time.Since(start).Seconds() / float64(count), (env.APIServerCPU() - cpu0) / float64(count)}, nil
 	}
 	if list, err = timed(func(name string) string {
 		return testenv.ActorGVR().Path("", "") + "?resourceVersion=0&fieldSelector=metadata.name%3D" + name

@@ -23,7 +23,7 @@ func TestMain(m *testing.M) {
 
 // testSettings is a transport configuration for the test broker, with the
 // password in a file as in production.
-func testSettings(t *testing.T, change ...func(*Settings)) Settings {
+func testSettings(t testing.TB, change ...func(*Settings)) Settings {
 	t.Helper()
 	login := testenv.NewRabbitLogin(t)
 	cfg := Settings{
@@ -45,7 +45,7 @@ func withoutAutoCreate(c *Settings) {
 }
 
 // newBroker opens a broker closed at the end of the test.
-func newBroker(t *testing.T, change ...func(*Settings)) *Broker {
+func newBroker(t testing.TB, change ...func(*Settings)) *Broker {
 	t.Helper()
 	testenv.NeedRabbitMQ(t)
 	r := New("test-"+testenv.ActorName("conn"), testSettings(t, change...), nil)
@@ -54,7 +54,7 @@ func newBroker(t *testing.T, change ...func(*Settings)) *Broker {
 }
 
 // amqpChannel is a channel of the test's own, to act on the broker by hand.
-func amqpChannel(t *testing.T) *amqp.Channel {
+func amqpChannel(t testing.TB) *amqp.Channel {
 	t.Helper()
 	ch, err := testenv.Rabbit(t).Channel()
 	if err != nil {

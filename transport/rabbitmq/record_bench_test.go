@@ -81,49 +81,42 @@ func BenchmarkRabbitMQEnsure(b *testing.B) {
 // controller with a queue per object, and the owner record's delete alone.
 // Each queue is made before its iteration, untimed.
 func BenchmarkRabbitMQDelete(b *testing.B) {
-	testenv.NeedRabbitMQ(b)
-	settings := Settings{Host: "127.0.0.1", Port: DefaultPort, VHost: DefaultVHost, Username: DefaultUsername, Exchange: testExchange}
-	settings.Queues.DLQ.Enabled = true
-	r := New("bench-"+testenv.ActorName("conn"), settings, nil)
-	b.Cleanup(func() { r.Close() })
+	r := newBroker(b, withDLQ)
 	ctx := context.Background()
-	ch, err := testenv.Rabbit(b).Channel()
-	if err != nil {
-		b.Fatal(err)
-	}
+	ch := amqpChannel(b)
 	var made []string
 	b.Cleanup(func() { deleteQueuesAndRecords(made) })
-	each := func(b *testing.B, name string, make, del func(i int, queue string) error) {
-		prefix := testenv.ActorName(name)
+	each := func(b *testing.B, label string, create, del func(q transport.Queue) error) {
+		prefix := testenv.ActorName(label)
 		for i := 0; b.Loop(); i++ {
-			queue := fmt.Sprintf("%s-%d", prefix, i)
+			q := transport.Queue{Actor: fmt.Sprintf("%s-%d", prefix, i)}
 			b.StopTimer()
-			made = append(made, "asya-"+queue, "asya-"+queue+"-dlq")
-			if err := make(i, queue); err != nil {
+			made = append(made, q.Name(), q.DLQName())
+			if err := create(q); err != nil {
 				b.Fatal(err)
 			}
 			b.StartTimer()
-			if err := del(i, queue); err != nil {
+			if err := del(q); err != nil {
 				b.Fatal(err)
 			}
 		}
 	}
 	b.Run("owned queue and DLQ", func(b *testing.B) {
-		each(b, "owned", func(_ int, actor string) error { return r.Ensure(ctx, transport.Queue{Actor: actor}) },
-			func(_ int, actor string) error { return r.Delete(ctx, transport.Queue{Actor: actor}) })
+		each(b, "owned", func(q transport.Queue) error { return r.Ensure(ctx, q) },
+			func(q transport.Queue) error { return r.Delete(ctx, q) })
 	})
 	b.Run("one durable queue", func(b *testing.B) {
-		each(b, "floor", func(_ int, actor string) error {
-			_, err := ch.QueueDeclare("asya-"+actor, true, false, false, false, nil)
+		each(b, "floor", func(q transport.Queue) error {
+			_, err := ch.QueueDeclare(q.Name(), true, false, false, false, nil)
 			return err
-		}, func(_ int, actor string) error {
-			_, err := ch.QueueDelete("asya-"+actor, false, false, false)
+		}, func(q transport.Queue) error {
+			_, err := ch.QueueDelete(q.Name(), false, false, false)
 			return err
 		})
 	})
 	b.Run("owner record alone", func(b *testing.B) {
-		each(b, "record", func(_ int, actor string) error { return claim(ch, "asya-"+actor, "bench") },
-			func(_ int, actor string) error { return unclaim(ch, "asya-"+actor) })
+		each(b, "record", func(q transport.Queue) error { return claim(ch, q.Name(), "bench") },
+			func(q transport.Queue) error { return unclaim(ch, q.Name()) })
 	})
 }
 
