@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"sync"
 	"syscall"
 	"testing"
@@ -126,7 +127,11 @@ type sidecarRun struct {
 	once   sync.Once
 	err    error
 	seen   bool // the test looked at err
+	log    *syncBuffer
 }
+
+// logged says whether the sidecar's log holds s.
+func (r *sidecarRun) logged(s string) bool { return strings.Contains(r.log.String(), s) }
 
 // stop ends the sidecar as SIGTERM does and returns run's error.
 func (r *sidecarRun) stop() error {
@@ -152,9 +157,9 @@ func (r *sidecarRun) wait(within time.Duration) error {
 func startSidecar(t *testing.T, cfg config) *sidecarRun {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
-	r := &sidecarRun{cancel: cancel, done: make(chan error, 1)}
-	var out syncBuffer
-	log := slog.New(slog.NewTextHandler(&out, &slog.HandlerOptions{Level: cfg.LogLevel}))
+	out := &syncBuffer{}
+	r := &sidecarRun{cancel: cancel, done: make(chan error, 1), log: out}
+	log := slog.New(slog.NewTextHandler(out, &slog.HandlerOptions{Level: cfg.LogLevel}))
 	go func() { r.done <- run(ctx, cfg, log) }()
 	t.Cleanup(func() {
 		seen := r.seen
