@@ -46,7 +46,9 @@ type standalone map[string]bool
 // standalone (withRecords).
 type standaloneRecord struct{ queue string }
 
-func (e *standaloneRecord) Error() string { return "owner record " + OwnerRecord(e.queue) + " is standalone" }
+func (e *standaloneRecord) Error() string {
+	return "owner record " + OwnerRecord(e.queue) + " is standalone"
+}
 
 // claim declares the queue's owner record for claim; a record of another
 // claim is a *transport.Held error. A queue without a record is claimed
