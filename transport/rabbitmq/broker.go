@@ -71,7 +71,7 @@ func (r *Broker) Ensure(ctx context.Context, q transport.Queue) error {
 		}
 		return err
 	}
-	err := r.withRecords(ctx, func(ch *amqp.Channel, kind standalone) error { return r.declare(ch, q, kind) })
+	err := r.withChannel(ctx, func(ch *amqp.Channel) error { return r.declare(ch, q) })
 	if held, ok := transport.HeldBy(err); ok && held.Queue == q.Name() {
 		if err := r.withChannel(ctx, func(ch *amqp.Channel) error { return r.unroute(ch, q) }); err != nil {
 			return r.explain(ctx, err)
@@ -80,9 +80,9 @@ func (r *Broker) Ensure(ctx context.Context, q transport.Queue) error {
 	return r.explain(ctx, err)
 }
 
-func (r *Broker) declare(ch *amqp.Channel, q transport.Queue, kind standalone) error {
+func (r *Broker) declare(ch *amqp.Channel, q transport.Queue) error {
 	actor, queue, exchange := q.Actor, q.Name(), r.cfg.exchange(q)
-	if err := claim(ch, queue, q.Claim(), kind); err != nil {
+	if err := claim(ch, queue, q.Claim()); err != nil {
 		return err
 	}
 	if err := ch.ExchangeDeclare(exchange, amqp.ExchangeTopic, true, false, false, false, nil); err != nil {
@@ -91,14 +91,11 @@ func (r *Broker) declare(ch *amqp.Channel, q transport.Queue, kind standalone) e
 	if r.cfg.Queues.DLQ.Enabled {
 		// Another claim's queue may bear this name too (an actor named
 		// <actor>-dlq): it is recorded like any queue.
-		if err := claim(ch, q.DLQName(), q.Claim(), kind); err != nil {
+		if err := claim(ch, q.DLQName(), q.Claim()); err != nil {
 			return err
 		}
 		if _, err := ch.QueueDeclare(q.DLQName(), true, false, false, false, nil); err != nil {
 			return &amqpStepError{kind: "queue", name: q.DLQName(), err: err}
-		}
-		if err := bindRecord(ch, q.DLQName(), kind); err != nil {
-			return err
 		}
 	}
 	args := r.queueArgs(q)
@@ -109,7 +106,7 @@ func (r *Broker) declare(ch *amqp.Channel, q transport.Queue, kind standalone) e
 	if err := ch.QueueBind(queue, actor, exchange, false, nil); err != nil {
 		return &amqpStepError{kind: "binding", name: queue + " to " + exchange, err: err}
 	}
-	return bindRecord(ch, queue, kind)
+	return nil
 }
 
 // unroute removes q's binding from a queue another claim holds. It is
@@ -172,49 +169,27 @@ func (r *Broker) Delete(ctx context.Context, q transport.Queue) error {
 	return transport.DeleteClaimed(q, func(name string) error { return r.deleteClaimed(ctx, name, q.Claim()) })
 }
 
-// deleteClaimed deletes one queue of the claim's, and its record with it.
-// The queue is bound to its record first, which it already is unless an
-// ensure stopped between the two: the record then goes with the queue. A
-// record that stays, standalone or of a queue that is gone, is deleted
-// after it, on a new channel: RabbitMQ answers delete-ok for a queue that
-// does not exist, but not-found, which closes the channel, when binding
-// one.
+// deleteClaimed deletes one queue of the claim's, then its record. RabbitMQ
+// answers delete-ok for a queue that does not exist; a broker that
+// answers not-found instead closes the channel, so the record goes on a
+// new one.
 func (r *Broker) deleteClaimed(ctx context.Context, queue, claimed string) error {
-	if !r.cfg.Queues.AutoCreateQueues() {
-		return r.explain(ctx, r.withChannel(ctx, func(ch *amqp.Channel) error { return deleteQueue(ch, queue) }))
-	}
-	var recordStays bool
-	err := r.withRecords(ctx, func(ch *amqp.Channel, kind standalone) error {
-		recordStays = kind[queue]
-		if err := claim(ch, queue, claimed, kind); err != nil {
-			return err
+	records := r.cfg.Queues.AutoCreateQueues()
+	err := r.withChannel(ctx, func(ch *amqp.Channel) error {
+		if records {
+			if err := claim(ch, queue, claimed); err != nil {
+				return err
+			}
 		}
-		if err := bindRecord(ch, queue, kind); isAMQPCode(err, amqp.NotFound) {
-			return errQueueGone
-		} else if err != nil {
-			return err
+		if _, err := ch.QueueDelete(queue, false, false, false); err != nil && !isAMQPCode(err, amqp.NotFound) {
+			return &amqpStepError{kind: "queue", name: queue, err: err}
 		}
-		return deleteQueue(ch, queue)
+		return nil
 	})
-	if errors.Is(err, errQueueGone) {
-		err, recordStays = nil, true
-	}
-	if err == nil && recordStays {
+	if err == nil && records {
 		err = r.withChannel(ctx, func(ch *amqp.Channel) error { return unclaim(ch, queue) })
 	}
 	return r.explain(ctx, err)
-}
-
-// errQueueGone: the queue to delete does not exist.
-var errQueueGone = errors.New("queue gone")
-
-// deleteQueue deletes the queue, messages and all; a broker that answers
-// not-found for a queue that does not exist has nothing to delete.
-func deleteQueue(ch *amqp.Channel, queue string) error {
-	if _, err := ch.QueueDelete(queue, false, false, false); err != nil && !isAMQPCode(err, amqp.NotFound) {
-		return &amqpStepError{kind: "queue", name: queue, err: err}
-	}
-	return nil
 }
 
 // Counts reads ready and unacknowledged messages from the management API
@@ -281,21 +256,6 @@ func (r *Broker) withChannel(ctx context.Context, op func(*amqp.Channel) error) 
 		return err
 	case <-ctx.Done():
 		return r.unavailable(fmt.Errorf("no answer in time: %w", ctx.Err()))
-	}
-}
-
-// withRecords is withChannel for an operation that declares owner
-// records: it runs op again, on a new channel, each time op meets a
-// standalone record, which it then declares as standalone.
-func (r *Broker) withRecords(ctx context.Context, op func(*amqp.Channel, standalone) error) error {
-	kind := standalone{}
-	for {
-		err := r.withChannel(ctx, func(ch *amqp.Channel) error { return op(ch, kind) })
-		var found *standaloneRecord
-		if !errors.As(err, &found) || kind[found.queue] {
-			return err
-		}
-		kind[found.queue] = true
 	}
 }
 

@@ -67,7 +67,7 @@ func BenchmarkRabbitMQEnsure(b *testing.B) {
 		for i := 0; i < b.N; i++ {
 			queue := fmt.Sprintf("asya-%s-%d", prefix, i)
 			made = append(made, queue)
-			if err := claim(ch, queue, "bench", nil); err != nil {
+			if err := claim(ch, queue, "bench"); err != nil {
 				b.Fatal(err)
 			}
 		}
@@ -76,10 +76,9 @@ func BenchmarkRabbitMQEnsure(b *testing.B) {
 
 // BenchmarkRabbitMQDelete measures what a finalize's Delete costs against
 // the real broker (docs/performance.md#owner-records): an owned queue
-// and its DLQ, each with its owner record checked before and gone with
-// it, or, standalone, deleted after; against a single durable queue
-// deleted, the floor of any controller with a queue per object, and a
-// standalone owner record's declare and delete alone.
+// and its DLQ, each with its owner record checked before and deleted
+// after; against a single durable queue deleted, the floor of any
+// controller with a queue per object, and the owner record's delete alone.
 // Each queue is made before its iteration, untimed.
 func BenchmarkRabbitMQDelete(b *testing.B) {
 	r := newBroker(b, withDLQ)
@@ -106,14 +105,6 @@ func BenchmarkRabbitMQDelete(b *testing.B) {
 		each(b, "owned", func(q transport.Queue) error { return r.Ensure(ctx, q) },
 			func(q transport.Queue) error { return r.Delete(ctx, q) })
 	})
-	b.Run("owned queue and DLQ, standalone records", func(b *testing.B) {
-		each(b, "standalone", func(q transport.Queue) error {
-			if err := declareStandalone(ch, q); err != nil {
-				return err
-			}
-			return r.Ensure(ctx, q)
-		}, func(q transport.Queue) error { return r.Delete(ctx, q) })
-	})
 	b.Run("one durable queue", func(b *testing.B) {
 		each(b, "floor", func(q transport.Queue) error {
 			_, err := ch.QueueDeclare(q.Name(), true, false, false, false, nil)
@@ -124,7 +115,7 @@ func BenchmarkRabbitMQDelete(b *testing.B) {
 		})
 	})
 	b.Run("owner record alone", func(b *testing.B) {
-		each(b, "record", func(q transport.Queue) error { return claim(ch, q.Name(), "bench", standalone{q.Name(): true}) },
+		each(b, "record", func(q transport.Queue) error { return claim(ch, q.Name(), "bench") },
 			func(q transport.Queue) error { return unclaim(ch, q.Name()) })
 	})
 }
@@ -161,7 +152,7 @@ func TestOwnerRecordMemory(t *testing.T) {
 	for i := range n {
 		queue := fmt.Sprintf("asya-%s-%d", prefix, i)
 		made = append(made, queue)
-		if err := claim(ch, queue, "team-a/"+queue, nil); err != nil {
+		if err := claim(ch, queue, "team-a/"+queue); err != nil {
 			t.Fatal(err)
 		}
 	}

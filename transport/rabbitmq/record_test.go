@@ -192,8 +192,6 @@ func TestRecordedClaimReadsEveryRefusal(t *testing.T) {
 			"received 'fanout' but current is 'topic'", ""},
 		{"PRECONDITION_FAILED - inequivalent arg 'alternate-exchange' for exchange 'asya-sync.owner.asya-x' in vhost '/': " +
 			"received 'b/y' but current is none", ""},
-		{"PRECONDITION_FAILED - inequivalent arg 'auto_delete' for exchange 'asya-sync.owner.asya-x' in vhost '/': " +
-			"received 'true' but current is 'false'", ""},
 	} {
 		if got := recordedClaim(&amqp.Error{Code: amqp.PreconditionFailed, Reason: tc.reason}); got != tc.want {
 			t.Errorf("recordedClaim(%q) = %q, want %q", tc.reason, got, tc.want)
@@ -232,119 +230,5 @@ func TestRabbitMQDeleteWithoutAutoCreateRecordsNothing(t *testing.T) {
 	defer ch.Close()
 	if err := ch.ExchangeDeclarePassive(OwnerRecord(q.Name()), amqp.ExchangeFanout, true, false, true, false, nil); !isAMQPCode(err, amqp.NotFound) {
 		t.Errorf("the owner record of %s: %v, want none", q.Name(), err)
-	}
-}
-
-// declareStandalone declares q's owner records as asya-sync did before
-// records went with their queues: not auto-delete, nothing bound.
-func declareStandalone(ch *amqp.Channel, q transport.Queue) error {
-	for _, name := range []string{q.Name(), q.DLQName()} {
-		if err := ch.ExchangeDeclare(OwnerRecord(name), amqp.ExchangeFanout, true, false, true, false,
-			amqp.Table{"alternate-exchange": q.Claim()}); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-// recordExists says whether the queue's owner record exists.
-func recordExists(t *testing.T, queue string) bool {
-	t.Helper()
-	ch := amqpChannel(t)
-	defer ch.Close()
-	err := ch.ExchangeDeclarePassive(OwnerRecord(queue), amqp.ExchangeFanout, true, false, true, false, nil)
-	if err != nil && !isAMQPCode(err, amqp.NotFound) {
-		t.Fatal(err)
-	}
-	return err == nil
-}
-
-// A record goes with its queue, the DLQ's too, whether the finalize or
-// someone by hand deletes the queue.
-func TestRabbitMQRecordGoesWithItsQueue(t *testing.T) {
-	t.Parallel()
-	r := newBroker(t, withDLQ)
-	ctx := testenv.Context(t)
-	q := transport.Queue{Actor: testenv.ActorName("gowith")}
-	byHand := transport.Queue{Actor: testenv.ActorName("byhand")}
-	cleanupRabbitQueues(t, q.Actor, byHand.Actor)
-	for _, each := range []transport.Queue{q, byHand} {
-		if err := r.Ensure(ctx, each); err != nil {
-			t.Fatal(err)
-		}
-		for _, name := range []string{each.Name(), each.DLQName()} {
-			if !recordExists(t, name) {
-				t.Fatalf("%s has no owner record after Ensure", name)
-			}
-		}
-	}
-	if err := r.Delete(ctx, q); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := amqpChannel(t).QueueDelete(byHand.Name(), false, false, false); err != nil {
-		t.Fatal(err)
-	}
-	for _, name := range []string{q.Name(), q.DLQName(), byHand.Name()} {
-		if _, exists := queueExists(t, name); exists {
-			t.Errorf("%s still exists", name)
-		}
-		if recordExists(t, name) {
-			t.Errorf("the owner record of %s is still there after the queue's delete", name)
-		}
-	}
-}
-
-// Records from before records went with their queues are kept as they
-// are: they still turn another claim away, and the owner's Delete deletes
-// them after their queues.
-func TestRabbitMQKeepsStandaloneRecords(t *testing.T) {
-	t.Parallel()
-	r := newBroker(t, withDLQ)
-	ctx := testenv.Context(t)
-	c := newCollision(t)
-	if err := declareStandalone(amqpChannel(t), c.first); err != nil {
-		t.Fatal(err)
-	}
-	if err := r.Ensure(ctx, c.first); err != nil {
-		t.Fatalf("the owner's Ensure over its standalone records: %v", err)
-	}
-	// Declared again as before, they are unchanged: still standalone.
-	if err := declareStandalone(amqpChannel(t), c.first); err != nil {
-		t.Fatalf("after Ensure, the records are no longer as they were: %v", err)
-	}
-	wantHeld(t, r.Ensure(ctx, c.second), c.first.Name(), c.first.Claim())
-	wantHeld(t, r.Delete(ctx, c.second), c.first.Name(), c.first.Claim())
-	if _, exists := queueExists(t, c.first.Name()); !exists {
-		t.Fatalf("%s was deleted by the other claim's Delete", c.first.Name())
-	}
-	if err := r.Delete(ctx, c.first); err != nil {
-		t.Fatal(err)
-	}
-	for _, name := range []string{c.first.Name(), c.first.DLQName()} {
-		if _, exists := queueExists(t, name); exists {
-			t.Errorf("%s still exists after the owner's Delete", name)
-		}
-		if recordExists(t, name) {
-			t.Errorf("the standalone owner record of %s is still there after the owner's Delete", name)
-		}
-	}
-}
-
-// A record whose queue was never made (an Ensure that stopped between
-// the two) goes with the owner's Delete all the same.
-func TestRabbitMQDeleteRemovesARecordWithoutItsQueue(t *testing.T) {
-	t.Parallel()
-	r := newBroker(t)
-	ctx := testenv.Context(t)
-	q := transport.Queue{Actor: testenv.ActorName("norecordqueue")}
-	cleanupRabbitQueues(t, q.Actor)
-	if err := claim(amqpChannel(t), q.Name(), q.Claim(), nil); err != nil {
-		t.Fatal(err)
-	}
-	if err := r.Delete(ctx, q); err != nil {
-		t.Fatal(err)
-	}
-	if recordExists(t, q.Name()) {
-		t.Errorf("the owner record of %s is still there", q.Name())
 	}
 }
