@@ -17,10 +17,7 @@ import (
 // one another claim holds (a standby actor's every sync), and the owner
 // record's declare alone, which the first two include.
 func BenchmarkRabbitMQEnsure(b *testing.B) {
-	testenv.NeedRabbitMQ(b)
-	r := New("bench-"+testenv.ActorName("conn"), Settings{Host: "127.0.0.1", Port: DefaultPort, VHost: DefaultVHost,
-		Username: DefaultUsername, Exchange: testExchange}, nil)
-	b.Cleanup(func() { r.Close() })
+	r := newBroker(b)
 	ctx := context.Background()
 	var made []string
 	b.Cleanup(func() { deleteQueuesAndRecords(made) })
@@ -58,10 +55,7 @@ func BenchmarkRabbitMQEnsure(b *testing.B) {
 		}
 	})
 	b.Run("owner record alone", func(b *testing.B) {
-		ch, err := testenv.Rabbit(b).Channel()
-		if err != nil {
-			b.Fatal(err)
-		}
+		ch := amqpChannel(b)
 		prefix := testenv.ActorName("record")
 		b.ResetTimer()
 		for i := 0; i < b.N; i++ {
