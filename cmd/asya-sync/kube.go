@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/serializer"
+	"k8s.io/client-go/dynamic"
 	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
@@ -36,6 +37,8 @@ const readTimeout = 3 * time.Second
 type kubeReader struct {
 	core   corev1client.CoreV1Interface
 	actors rest.Interface
+	// dynamic watches the actors for the claimant index (actorindex).
+	dynamic dynamic.Interface
 }
 
 // ListPods lists the pods labelled for the actor.
@@ -114,7 +117,11 @@ func dialKube(kubeconfig string) (*kubeReader, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &kubeReader{core: core, actors: actors}, nil
+	dyn, err := dynamic.NewForConfig(rc)
+	if err != nil {
+		return nil, err
+	}
+	return &kubeReader{core: core, actors: actors, dynamic: dyn}, nil
 }
 
 // restConfig is the API client's configuration. Its rate allows a list or

@@ -19,6 +19,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/asya-sh/asya-sync/config"
+	"github.com/asya-sh/asya-sync/internal/actorindex"
 	"github.com/asya-sh/asya-sync/internal/version"
 	asyaruntime "github.com/asya-sh/asya-sync/runtime"
 	hooksync "github.com/asya-sh/asya-sync/sync"
@@ -245,16 +246,23 @@ func newServer(f serveFlags, log zerolog.Logger) (*server, *credentials, brokers
 		return nil, nil, brokers.Set{}, err
 	}
 	hooks := &hooksync.Handler{Config: cfg, Transports: yieldingBrokers{opened}, Script: script, FlatScript: asyaruntime.EmbeddedHTTP(), Now: time.Now}
+	var background []func(context.Context)
 	if kube := newKubeReader(cfg, f.kubeconfig, log); kube != nil {
 		hooks.Pods, hooks.Actors, hooks.Secrets = kube, kube, kube
 		hooks.Claimants = hooksync.NewClaimantsCache(cfg.QueueCacheTTL.Duration)
+		if cfg.Watch.Namesakes == config.Read {
+			index := actorindex.New(kube.dynamic, kube)
+			hooks.Actors = index
+			background = append(background, index.Run)
+		}
 	}
 	srv := &server{
-		hooks:   hooks,
-		log:     log,
-		metrics: m,
-		maxBody: f.maxBody,
-		admit:   newAdmission(f.maxSyncs),
+		background: background,
+		hooks:      hooks,
+		log:        log,
+		metrics:    m,
+		maxBody:    f.maxBody,
+		admit:      newAdmission(f.maxSyncs),
 	}
 	if f.files.authenticates() {
 		srv.auth = creds
@@ -295,6 +303,9 @@ func (s *server) run(ctx context.Context, creds *credentials, hooks, open net.Li
 	watchCtx, stopWatch := context.WithCancel(ctx)
 	defer stopWatch()
 	go creds.watch(watchCtx)
+	for _, run := range s.background {
+		go run(watchCtx)
+	}
 	select {
 	case err := <-errc:
 		for _, srv := range servers {

@@ -38,6 +38,9 @@ type server struct {
 	auth *credentials
 	// admit, when set, limits the syncs computing at once (admission.go).
 	admit *admission
+	// background runs beside the listeners until shutdown (the actor
+	// index's watch).
+	background []func(context.Context)
 }
 
 // outcome is what a hook call produced, for logs and metrics.
