@@ -12,8 +12,9 @@ import (
 // ClaimantsCache keeps, for queueCacheTTL, the claimants read for an actor
 // that owned its queue, per actor uid and generation, so that a steady
 // owner's syncs read them once per TTL as its queue is ensured, not on
-// every call: each list costs the API server a scan of the actors in its
-// scope (docs/performance.md). Its answer cannot go stale in a way that
+// every call: while the reads are lists (the service's index of the
+// actors not ready), each costs the API server a scan of the actors in
+// its scope (docs/performance.md). Its answer cannot go stale in a way that
 // costs a message: an actor created later never takes the queue from an
 // older owner, a newer twin or namesake reads for itself on every call
 // while it stands by, and a finalize always reads. Like the queue cache,

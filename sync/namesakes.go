@@ -11,9 +11,10 @@ import (
 	"github.com/asya-sh/asya-sync/config"
 )
 
-// ActorLister lists AsyncActors from the API server by a field selector,
-// in namespace, or in every namespace when it is empty, for
-// watch.namesakes read.
+// ActorLister lists AsyncActors by a field selector, in namespace, or in
+// every namespace when it is empty, for watch.namesakes read: from the
+// service's index of the actors (internal/actorindex), else the API
+// server.
 type ActorLister interface {
 	ListActors(ctx context.Context, namespace, fieldSelector string) (hook.ActorGroup, error)
 }
