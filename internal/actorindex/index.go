@@ -17,6 +17,7 @@ import (
 	"fmt"
 	"sync/atomic"
 
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/fields"
@@ -47,8 +48,8 @@ type Index struct {
 	informer cache.SharedIndexInformer
 	fallback Lister
 	// broken is set when a list or watch of the actors failed, and cleared
-	// when a watch starts (after the list it follows): the index may have
-	// missed changes meanwhile.
+	// when a watch has caught up (mended): the index may have missed
+	// changes meanwhile.
 	broken atomic.Bool
 }
 
@@ -67,8 +68,11 @@ func New(client dynamic.Interface, fallback Lister) *Index {
 		},
 		WatchFuncWithContext: func(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
 			w, err := actors.Watch(ctx, opts)
-			x.broken.Store(err != nil)
-			return w, err
+			if err != nil {
+				x.broken.Store(true)
+				return nil, err
+			}
+			return x.mended(w, opts), nil
 		},
 	}
 	x.informer = cache.NewSharedIndexInformerWithOptions(lw, &unstructured.Unstructured{}, cache.SharedIndexInformerOptions{
@@ -81,6 +85,28 @@ func New(client dynamic.Interface, fallback Lister) *Index {
 		cache.DefaultWatchErrorHandler(ctx, r, err)
 	})
 	return x
+}
+
+// mended clears broken once the watch has caught up: at once after a
+// list, which the reflector has applied before it watches, or at the end
+// of the initial events of a watch that lists (sendInitialEvents), which
+// the reflector applies together.
+func (x *Index) mended(w watch.Interface, opts metav1.ListOptions) watch.Interface {
+	if opts.SendInitialEvents == nil || !*opts.SendInitialEvents {
+		x.broken.Store(false)
+		return w
+	}
+	return watch.Filter(w, func(e watch.Event) (watch.Event, bool) {
+		if e.Type == watch.Bookmark && initialEventsEnd(e.Object) {
+			x.broken.Store(false)
+		}
+		return e, true
+	})
+}
+
+func initialEventsEnd(obj runtime.Object) bool {
+	m, err := meta.Accessor(obj)
+	return err == nil && m.GetAnnotations()[metav1.InitialEventsAnnotationKey] == "true"
 }
 
 // Run watches until ctx ends.

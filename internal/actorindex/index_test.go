@@ -4,7 +4,9 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/watch"
 )
 
 // TestLookup: the index answers the two claimant lists the sync makes,
@@ -68,5 +70,36 @@ func TestEntryOf(t *testing.T) {
 		m.CreationTimestamp.UTC().Format("2006-01-02T15") != "2026-11-01T10" || m.DeletionTimestamp == nil ||
 		m.Spec.Transport != "rabbitmq" || m.Spec.Actor != "echo" || m.Annotations != nil || m.ManagedFields != nil {
 		t.Errorf("decoded %+v", m)
+	}
+}
+
+// TestMended: a broken index is ready again once its watch has caught up:
+// at once after a list, at the end of the initial events of a watch that
+// lists.
+func TestMended(t *testing.T) {
+	x := &Index{}
+	x.broken.Store(true)
+	x.mended(watch.NewFake(), metav1.ListOptions{})
+	if x.broken.Load() {
+		t.Error("a watch after a list left the index broken")
+	}
+
+	x.broken.Store(true)
+	initial := true
+	fake := watch.NewFake()
+	w := x.mended(fake, metav1.ListOptions{SendInitialEvents: &initial})
+	defer w.Stop()
+	actor := &unstructured.Unstructured{Object: map[string]any{"metadata": map[string]any{"name": "echo"}}}
+	fake.Add(actor)
+	<-w.ResultChan()
+	if !x.broken.Load() {
+		t.Error("the index was mended before the initial events ended")
+	}
+	end := &unstructured.Unstructured{Object: map[string]any{"metadata": map[string]any{
+		"annotations": map[string]any{metav1.InitialEventsAnnotationKey: "true"}}}}
+	fake.Action(watch.Bookmark, end)
+	<-w.ResultChan()
+	if x.broken.Load() {
+		t.Error("the index stayed broken after the initial events ended")
 	}
 }
