@@ -7,6 +7,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/watch"
+
+	_ "github.com/asya-sh/asya-sync/internal/golden" // accepts -update like every test package
 )
 
 // TestLookup: the index answers the two claimant lists the sync makes,
