@@ -181,8 +181,8 @@ func TestHelmTemplateDefaults(t *testing.T) {
 		t.Errorf("service account token not mounted, with the defaults that read the API server")
 	}
 	rules := testenv.MustJSON(objs["ClusterRole/asya-sync-reader"]["rules"])
-	if rules != `[{"apiGroups":[""],"resources":["pods"],"verbs":["list"]},{"apiGroups":["asya.sh"],"resources":["asyncactors"],"verbs":["list"]}]` {
-		t.Errorf("ClusterRole asya-sync-reader rules %s, want list pods and asyncactors only", rules)
+	if rules != `[{"apiGroups":[""],"resources":["pods"],"verbs":["list"]},{"apiGroups":["asya.sh"],"resources":["asyncactors"],"verbs":["list","watch"]}]` {
+		t.Errorf("ClusterRole asya-sync-reader rules %s, want list pods, list and watch asyncactors, nothing else", rules)
 	}
 	if testenv.Str(objs["ClusterRoleBinding/asya-sync-reader"], "roleRef", "name") != "asya-sync-reader" {
 		t.Errorf("no ClusterRoleBinding/asya-sync-reader in %v", testenv.Keys(objs))
@@ -219,7 +219,7 @@ func TestHelmTemplateSecretNames(t *testing.T) {
 		t.Fatal(err)
 	}
 	objs := renderChart(t, "asya-system", "-f", values)
-	want := `[{"apiGroups":[""],"resources":["pods"],"verbs":["list"]},{"apiGroups":["asya.sh"],"resources":["asyncactors"],"verbs":["list"]},` +
+	want := `[{"apiGroups":[""],"resources":["pods"],"verbs":["list"]},{"apiGroups":["asya.sh"],"resources":["asyncactors"],"verbs":["list","watch"]},` +
 		`{"apiGroups":[""],"resourceNames":["aws-creds","rmq-pass"],"resources":["secrets"],"verbs":["get"]}]`
 	if rules := testenv.MustJSON(objs["ClusterRole/asya-sync-reader"]["rules"]); rules != want {
 		t.Errorf("ClusterRole asya-sync-reader rules\n%s\nwant\n%s", rules, want)
