@@ -12,7 +12,6 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
@@ -57,13 +56,13 @@ func TestActorIndexAnswersAsTheAPIServer(t *testing.T) {
 		if c.actor != "" {
 			testenv.MapAt(obj, "spec")["actor"] = c.actor
 		}
-		createBare(t, ctx, client, obj)
+		createBare(t, ctx, obj)
 	}
 
 	fallback := &countingLister{next: api}
 	index := actorindex.New(client, fallback)
 	go index.Run(ctx)
-	waitFor(t, ctx, "the index to list every actor", func() bool { return index.Ready() })
+	testenv.Eventually(t, time.Minute, "the index to list every actor", index.Ready)
 
 	lists := []struct {
 		namespace, selector string
@@ -94,10 +93,10 @@ func TestActorIndexAnswersAsTheAPIServer(t *testing.T) {
 		t.Errorf("a ready index listed through its fallback %d times", n)
 	}
 
-	if err := client.Resource(actorsResource).Namespace(a).Delete(ctx, "index-shared", metav1.DeleteOptions{}); err != nil {
+	if err := env.Cluster.Client.Delete(ctx, testenv.ActorGVR(), a, "index-shared"); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, ctx, "the index to drop the deleted actor", func() bool {
+	testenv.Eventually(t, time.Minute, "the index to drop the deleted actor", func() bool {
 		got, err := index.ListActors(ctx, "", "metadata.name=index-shared")
 		_, kept := got[a+"/index-shared"]
 		return err == nil && len(got) == 1 && !kept
@@ -117,14 +116,13 @@ var actorsResource = v1alpha1.GroupVersion.WithResource(v1alpha1.Resource)
 
 // createBare creates the actor with no hook to sync it: the index reads
 // actors, not their children. The cleanup deletes it if it is still there.
-func createBare(t *testing.T, ctx context.Context, client dynamic.Interface, obj testenv.Obj) {
+func createBare(t *testing.T, ctx context.Context, obj testenv.Obj) {
 	t.Helper()
-	u := &unstructured.Unstructured{Object: obj}
-	res := client.Resource(actorsResource).Namespace(u.GetNamespace())
-	if _, err := res.Create(ctx, u, metav1.CreateOptions{}); err != nil {
-		t.Fatalf("create %s/%s: %v", u.GetNamespace(), u.GetName(), err)
+	k, ns, name := env.Cluster.Client, testenv.Str(obj, "metadata", "namespace"), testenv.Str(obj, "metadata", "name")
+	if _, err := k.Create(ctx, obj, false); err != nil {
+		t.Fatalf("create %s/%s: %v", ns, name, err)
 	}
-	t.Cleanup(func() { _ = res.Delete(context.Background(), u.GetName(), metav1.DeleteOptions{}) })
+	t.Cleanup(func() { _ = k.Delete(context.Background(), testenv.ActorGVR(), ns, name) })
 }
 
 // apiLister lists actors from the API server by field selector, as the
@@ -151,15 +149,4 @@ type countingLister struct {
 func (c *countingLister) ListActors(ctx context.Context, namespace, selector string) (hook.ActorGroup, error) {
 	c.calls.Add(1)
 	return c.next.ListActors(ctx, namespace, selector)
-}
-
-func waitFor(t *testing.T, ctx context.Context, what string, done func() bool) {
-	t.Helper()
-	for !done() {
-		select {
-		case <-ctx.Done():
-			t.Fatalf("waiting for %s: %v", what, ctx.Err())
-		case <-time.After(50 * time.Millisecond):
-		}
-	}
 }
