@@ -69,8 +69,8 @@ func TestMetacontrollerCost(t *testing.T) {
 		mcHeader, strings.Join(rows, "\n"))
 }
 
-const mcHeader = "| variant | actors | create: wall, Metacontroller CPU, syncs per actor | API server CPU while creating | RSS, live heap after create | claimant list: latency, API server CPU | pod events: count, CPU, per event | ConfigMaps: count, live heap added, per ConfigMap | Secrets: count, live heap added, per Secret | delete: wall, Metacontroller CPU | API server CPU while deleting | finalize: mean latency, of it the queue's delete | peak RSS |\n" +
-	"|---|---|---|---|---|---|---|---|---|---|---|---|---|"
+const mcHeader = "| variant | actors | create: wall, Metacontroller CPU, syncs per actor | API server CPU while creating | RSS, live heap after create | claimant list: latency, API server CPU | pod events: count, CPU, per event | ConfigMaps: count, live heap added, per ConfigMap | Secrets: count, live heap added, per Secret | delete: wall, Metacontroller CPU | API server CPU while deleting | RabbitMQ, hook CPU while deleting | finalize: mean latency, of it the queue's delete | peak RSS |\n" +
+	"|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"
 
 func mcVariantNamed(t *testing.T, name string) testenv.MCVariant {
 	current := testenv.MCService{Bin: env.SyncBin, Chart: filepath.Join(env.Root, "chart")}
@@ -233,6 +233,8 @@ func measure(t *testing.T, ctx context.Context, v testenv.MCVariant, bin string,
 	// latency, and deleting the broker's queue deletes within them, in
 	// seconds.
 	var syncs, finalizing, deleting func() float64
+	// hookCPU is the hook process's CPU time; a floor runs in this one.
+	hookCPU := func() float64 { return 0 }
 	if v.Hook != nil {
 		hookURL = testenv.StartExtraService(t, "cost-"+id, v.Hook.Bin, testenv.MCConfig+v.Hook.Extra, nil)
 		syncs = func() float64 {
@@ -244,6 +246,7 @@ func measure(t *testing.T, ctx context.Context, v testenv.MCVariant, bin string,
 		deleting = func() float64 {
 			return testenv.ScrapeSum(hookURL+"/metrics", `asya_sync_transport_operation_duration_seconds_sum{operation="delete"`)
 		}
+		hookCPU = func() float64 { return testenv.ScrapeSum(hookURL+"/metrics", "process_cpu_seconds_total") }
 	} else {
 		var calls, finalizeNanos atomic.Int64
 		floor := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -348,7 +351,12 @@ func measure(t *testing.T, ctx context.Context, v testenv.MCVariant, bin string,
 
 	// Delete: every actor gone.
 	cpu0, api0, start = mc.CPU(), env.APIServerCPU(), time.Now()
-	finalizing0, deleting0 := finalizing(), deleting()
+	finalizing0, deleting0, hook0 := finalizing(), deleting(), hookCPU()
+	rabbitCPU, _ := testenv.RabbitCPU()
+	if rabbitCPU == nil {
+		rabbitCPU = func() float64 { return 0 }
+	}
+	rabbit0 := rabbitCPU()
 	if err := parallel(names, func(name string) error { return k.Delete(ctx, testenv.ActorGVR(), ns, name) }); err != nil {
 		return "", err
 	}
@@ -359,8 +367,9 @@ func measure(t *testing.T, ctx context.Context, v testenv.MCVariant, bin string,
 	if err := mc.Idle(ctx, 3*time.Second); err != nil {
 		return "", err
 	}
-	row += fmt.Sprintf(" %.1f s, %.1f s | %.1f s | %.1f ms, %.1f ms | %s |", gone.Sub(start).Seconds(), mc.CPU()-cpu0,
-		env.APIServerCPU()-api0, (finalizing()-finalizing0)/float64(n)*1e3, (deleting()-deleting0)/float64(n)*1e3, mb(mc.Mem("VmHWM")))
+	row += fmt.Sprintf(" %.1f s, %.1f s | %.1f s | %.1f s, %.1f s | %.1f ms, %.1f ms | %s |", gone.Sub(start).Seconds(), mc.CPU()-cpu0,
+		env.APIServerCPU()-api0, rabbitCPU()-rabbit0, hookCPU()-hook0,
+		(finalizing()-finalizing0)/float64(n)*1e3, (deleting()-deleting0)/float64(n)*1e3, mb(mc.Mem("VmHWM")))
 	// The children the garbage collector would remove at its own pace:
 	// removed at once, so that the next Metacontroller does not list them.
 	mcDeleteAll(ctx, ns, "apps/v1", "Deployment")

@@ -22,7 +22,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -65,18 +64,7 @@ func StartProcess(name, logDir string, env []string, bin string, args ...string)
 }
 
 // CPU is the process's user and system time so far, in seconds.
-func (p *Process) CPU() float64 {
-	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", p.cmd.Process.Pid))
-	if err != nil {
-		return 0
-	}
-	// Fields after the command (in parentheses): utime and stime are the
-	// 12th and 13th, in clock ticks (100 a second on Linux).
-	fields := strings.Fields(string(data[strings.LastIndexByte(string(data), ')')+2:]))
-	ut, _ := strconv.ParseFloat(fields[11], 64)
-	st, _ := strconv.ParseFloat(fields[12], 64)
-	return (ut + st) / 100
-}
+func (p *Process) CPU() float64 { return pidCPU(p.cmd.Process.Pid) }
 
 // APIServerCPU is the API server's CPU time so far, in seconds: where the
 // lists asya-sync makes itself are paid.

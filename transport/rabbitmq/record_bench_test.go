@@ -69,9 +69,10 @@ func BenchmarkRabbitMQEnsure(b *testing.B) {
 }
 
 // BenchmarkRabbitMQDelete measures what a finalize's Delete costs against
-// the real broker (docs/performance.md#owner-records): an owned queue
-// and its DLQ, each with its owner record checked before and deleted
-// after; against a single durable queue deleted, the floor of any
+// the real broker (docs/performance.md#owner-records), in time and, when
+// the broker runs on this machine, in the broker's CPU (broker-ms/op): an
+// owned queue and its DLQ, each with its owner record checked before and
+// deleted after; against a single durable queue deleted, the floor of any
 // controller with a queue per object, and the owner record's delete alone.
 // Each queue is made before its iteration, untimed.
 func BenchmarkRabbitMQDelete(b *testing.B) {
@@ -80,8 +81,10 @@ func BenchmarkRabbitMQDelete(b *testing.B) {
 	ch := amqpChannel(b)
 	var made []string
 	b.Cleanup(func() { deleteQueuesAndRecords(made) })
+	brokerCPU, local := testenv.RabbitCPU()
 	each := func(b *testing.B, label string, create, del func(q transport.Queue) error) {
 		prefix := testenv.ActorName(label)
+		var cpu float64
 		for i := 0; b.Loop(); i++ {
 			q := transport.Queue{Actor: fmt.Sprintf("%s-%d", prefix, i)}
 			b.StopTimer()
@@ -90,9 +93,18 @@ func BenchmarkRabbitMQDelete(b *testing.B) {
 				b.Fatal(err)
 			}
 			b.StartTimer()
+			if local {
+				cpu -= brokerCPU()
+			}
 			if err := del(q); err != nil {
 				b.Fatal(err)
 			}
+			if local {
+				cpu += brokerCPU()
+			}
+		}
+		if local {
+			b.ReportMetric(cpu*1e3/float64(b.N), "broker-ms/op")
 		}
 	}
 	b.Run("owned queue and DLQ", func(b *testing.B) {
