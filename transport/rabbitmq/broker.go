@@ -165,8 +165,23 @@ func (r *Broker) queueArgs(q transport.Queue) amqp.Table {
 // as it is (for the queue, the error is then a *transport.Held). A
 // transport that does not create its queues records none, so it deletes
 // (asked to by the actor's deletion policy) without asking.
+//
+// With the DLQ off, the DLQ is deleted only if it exists, left from when
+// the DLQ was on: the usual answer, none, costs one passive declare, where
+// checking its record first would make a record only to delete it, two of
+// the broker's costliest changes (docs/performance.md#owner-records).
 func (r *Broker) Delete(ctx context.Context, q transport.Queue) error {
-	return transport.DeleteClaimed(q, func(name string) error { return r.deleteClaimed(ctx, name, q.Claim()) })
+	return transport.DeleteClaimed(q, func(name string) error {
+		if name == q.DLQName() && !r.cfg.Queues.DLQ.Enabled {
+			if _, err := r.readyMessages(ctx, name); err != nil {
+				if transport.AsError(err).Reason == transport.ReasonQueueNotFound {
+					return nil
+				}
+				return err
+			}
+		}
+		return r.deleteClaimed(ctx, name, q.Claim())
+	})
 }
 
 // deleteClaimed deletes one queue of the claim's, then its record. RabbitMQ

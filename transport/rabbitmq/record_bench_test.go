@@ -72,7 +72,8 @@ func BenchmarkRabbitMQEnsure(b *testing.B) {
 // the real broker (docs/performance.md#owner-records), in time and, when
 // the broker runs on this machine, in the broker's CPU (broker-ms/op): an
 // owned queue and its DLQ, each with its owner record checked before and
-// deleted after; against a single durable queue deleted, the floor of any
+// deleted after; an owned queue with the DLQ off (none to delete); against
+// a single durable queue deleted, the floor of any
 // controller with a queue per object, and the owner record's delete alone.
 // Each queue is made before its iteration, untimed.
 func BenchmarkRabbitMQDelete(b *testing.B) {
@@ -110,6 +111,11 @@ func BenchmarkRabbitMQDelete(b *testing.B) {
 	b.Run("owned queue and DLQ", func(b *testing.B) {
 		each(b, "owned", func(q transport.Queue) error { return r.Ensure(ctx, q) },
 			func(q transport.Queue) error { return r.Delete(ctx, q) })
+	})
+	off := newBroker(b)
+	b.Run("owned queue, DLQ off", func(b *testing.B) {
+		each(b, "off", func(q transport.Queue) error { return off.Ensure(ctx, q) },
+			func(q transport.Queue) error { return off.Delete(ctx, q) })
 	})
 	b.Run("one durable queue", func(b *testing.B) {
 		each(b, "floor", func(q transport.Queue) error {

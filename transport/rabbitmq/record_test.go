@@ -232,3 +232,49 @@ func TestRabbitMQDeleteWithoutAutoCreateRecordsNothing(t *testing.T) {
 		t.Errorf("the owner record of %s: %v, want none", q.Name(), err)
 	}
 }
+
+// With the DLQ off, Delete deletes a DLQ left from when it was on, with
+// its record, and keeps one another claim holds (a nested actor named
+// <actor>-dlq); with none, it makes no record.
+func TestRabbitMQDeleteWithTheDLQOff(t *testing.T) {
+	t.Parallel()
+	ctx := testenv.Context(t)
+	on, off := newBroker(t, withDLQ), newBroker(t)
+	left := transport.Queue{Actor: testenv.ActorName("left")}
+	owner := transport.Queue{Actor: testenv.ActorName("owner")}
+	namesake := transport.Queue{Actor: owner.Actor + "-dlq"}
+	none := transport.Queue{Actor: testenv.ActorName("none")}
+	cleanupRabbitQueues(t, left.Actor, owner.Actor, namesake.Actor, none.Actor)
+	for _, ensure := range []struct {
+		r *Broker
+		q transport.Queue
+	}{{on, left}, {off, owner}, {off, namesake}, {off, none}} {
+		if err := ensure.r.Ensure(ctx, ensure.q); err != nil {
+			t.Fatal(err)
+		}
+	}
+	recorded := func(queue string) bool {
+		ch := amqpChannel(t)
+		defer ch.Close()
+		return ch.ExchangeDeclarePassive(OwnerRecord(queue), amqp.ExchangeFanout, true, false, true, false, nil) == nil
+	}
+
+	if err := off.Delete(ctx, left); err != nil {
+		t.Fatal(err)
+	}
+	if _, exists := queueExists(t, left.DLQName()); exists || recorded(left.DLQName()) {
+		t.Errorf("the DLQ left from when it was on: exists=%v, recorded=%v after Delete; want neither", exists, recorded(left.DLQName()))
+	}
+	if err := off.Delete(ctx, owner); err != nil {
+		t.Fatal(err)
+	}
+	if _, exists := queueExists(t, namesake.Name()); !exists || !recorded(namesake.Name()) {
+		t.Errorf("%s, another claim's, was deleted or lost its record with %s's Delete", namesake.Name(), owner.Actor)
+	}
+	if err := off.Delete(ctx, none); err != nil {
+		t.Fatal(err)
+	}
+	if recorded(none.Name()) || recorded(none.DLQName()) {
+		t.Errorf("Delete with the DLQ off left a record of %s or of its DLQ", none.Name())
+	}
+}
