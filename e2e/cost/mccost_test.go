@@ -6,11 +6,13 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"math"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"sort"
 	"strconv"
 	"strings"
 	gosync "sync"
@@ -233,8 +235,9 @@ func measure(t *testing.T, ctx context.Context, v testenv.MCVariant, bin string,
 	// latency, and deleting the broker's queue deletes within them, in
 	// seconds.
 	var syncs, finalizing, deleting func() float64
-	// hookCPU is the hook process's CPU time; a floor runs in this one.
-	hookCPU := func() float64 { return 0 }
+	// hookCPU is the hook process's CPU time; a floor runs in this one,
+	// whose CPU is not told apart (NaN).
+	hookCPU := func() float64 { return math.NaN() }
 	if v.Hook != nil {
 		hookURL = testenv.StartExtraService(t, "cost-"+id, v.Hook.Bin, testenv.MCConfig+v.Hook.Extra, nil)
 		syncs = func() float64 {
@@ -356,7 +359,7 @@ func measure(t *testing.T, ctx context.Context, v testenv.MCVariant, bin string,
 	if rabbitCPU == nil {
 		rabbitCPU = func() float64 { return 0 }
 	}
-	rabbit0 := rabbitCPU()
+	rabbit0, requests0 := rabbitCPU(), mc.Requests()
 	if err := parallel(names, func(name string) error { return k.Delete(ctx, testenv.ActorGVR(), ns, name) }); err != nil {
 		return "", err
 	}
@@ -370,6 +373,14 @@ func measure(t *testing.T, ctx context.Context, v testenv.MCVariant, bin string,
 	row += fmt.Sprintf(" %.1f s, %.1f s | %.1f s | %.1f s, %.1f s | %.1f ms, %.1f ms | %s |", gone.Sub(start).Seconds(), mc.CPU()-cpu0,
 		env.APIServerCPU()-api0, rabbitCPU()-rabbit0, hookCPU()-hook0,
 		(finalizing()-finalizing0)/float64(n)*1e3, (deleting()-deleting0)/float64(n)*1e3, mb(mc.Mem("VmHWM")))
+	var requests []string
+	for k, v := range mc.Requests() {
+		if d := v - requests0[k]; d > 0 {
+			requests = append(requests, fmt.Sprintf("%s: %.2f", k, d/float64(n)))
+		}
+	}
+	sort.Strings(requests)
+	t.Logf("%s: Metacontroller's requests per actor while deleting: %s", v.Name, strings.Join(requests, ", "))
 	// The children the garbage collector would remove at its own pace:
 	// removed at once, so that the next Metacontroller does not list them.
 	mcDeleteAll(ctx, ns, "apps/v1", "Deployment")

@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -169,6 +170,28 @@ type MCProcess struct {
 
 // LiveHeap is the heap Metacontroller's objects hold: collected first, so
 // that garbage the runtime has not yet reclaimed does not count.
+// Requests is how many requests Metacontroller's clients have made to
+// the API server so far, by method and answer code ("PUT 404").
+func (m *MCProcess) Requests() map[string]float64 {
+	out := map[string]float64{}
+	resp, err := http.Get("http://" + m.metrics + "/metrics")
+	if err != nil {
+		return out
+	}
+	defer resp.Body.Close()
+	for sc := bufio.NewScanner(resp.Body); sc.Scan(); {
+		if s := restRequests.FindStringSubmatch(sc.Text()); s != nil {
+			v, _ := strconv.ParseFloat(s[3], 64)
+			out[s[2]+" "+s[1]] += v
+		}
+	}
+	return out
+}
+
+// restRequests is client-go's request counter: its labels code, host and
+// method, in that order, and its value.
+var restRequests = regexp.MustCompile(`^rest_client_requests_total\{code="([^"]*)",host="[^"]*",method="([^"]*)"\} (\S+)$`)
+
 func (m *MCProcess) LiveHeap() int64 {
 	if resp, err := http.Get("http://" + m.pprof + "/debug/pprof/heap?gc=1"); err == nil {
 		io.Copy(io.Discard, resp.Body)
