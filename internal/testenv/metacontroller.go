@@ -168,8 +168,6 @@ type MCProcess struct {
 	metrics, pprof string
 }
 
-// LiveHeap is the heap Metacontroller's objects hold: collected first, so
-// that garbage the runtime has not yet reclaimed does not count.
 // Requests is how many requests Metacontroller's clients have made to
 // the API server so far, by method and answer code ("PUT 404").
 func (m *MCProcess) Requests() map[string]float64 {
@@ -192,6 +190,8 @@ func (m *MCProcess) Requests() map[string]float64 {
 // method, in that order, and its value.
 var restRequests = regexp.MustCompile(`^rest_client_requests_total\{code="([^"]*)",host="[^"]*",method="([^"]*)"\} (\S+)$`)
 
+// LiveHeap is the heap Metacontroller's objects hold: collected first, so
+// that garbage the runtime has not yet reclaimed does not count.
 func (m *MCProcess) LiveHeap() int64 {
 	if resp, err := http.Get("http://" + m.pprof + "/debug/pprof/heap?gc=1"); err == nil {
 		io.Copy(io.Discard, resp.Body)
