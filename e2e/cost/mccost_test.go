@@ -374,9 +374,9 @@ func measure(t *testing.T, ctx context.Context, v testenv.MCVariant, bin string,
 		env.APIServerCPU()-api0, rabbitCPU()-rabbit0, hookCPU()-hook0,
 		(finalizing()-finalizing0)/float64(n)*1e3, (deleting()-deleting0)/float64(n)*1e3, mb(mc.Mem("VmHWM")))
 	var requests []string
-	for k, v := range mc.Requests() {
-		if d := v - requests0[k]; d > 0 {
-			requests = append(requests, fmt.Sprintf("%s: %.2f", k, d/float64(n)))
+	for request, count := range mc.Requests() {
+		if d := count - requests0[request]; d > 0 {
+			requests = append(requests, fmt.Sprintf("%s: %.2f", request, d/float64(n)))
 		}
 	}
 	sort.Strings(requests)

@@ -79,6 +79,22 @@ func queueExists(t *testing.T, queue string) (messages int, exists bool) {
 	return q.Messages, true
 }
 
+// recordExists checks the queue's owner record by passive declare, on a
+// channel of its own likewise.
+func recordExists(t *testing.T, queue string) bool {
+	t.Helper()
+	ch := amqpChannel(t)
+	defer ch.Close()
+	err := ch.ExchangeDeclarePassive(OwnerRecord(queue), amqp.ExchangeFanout, true, false, true, false, nil)
+	if isAMQPCode(err, amqp.NotFound) {
+		return false
+	}
+	if err != nil {
+		t.Fatalf("passive declare %s: %v", OwnerRecord(queue), err)
+	}
+	return true
+}
+
 // cleanupRabbitQueues deletes the actors' queues at the end of the test.
 // ensuredActor names an actor for the test, ensures its queue through r
 // and deletes its queues at the end of the test.
