@@ -1,7 +1,6 @@
 package sync
 
 import (
-	"encoding/json"
 	"fmt"
 	"slices"
 	"time"
@@ -186,37 +185,29 @@ func (a *assessment) checkSecrets() []string {
 const AnnotationLastApplied = "metacontroller.k8s.io/last-applied-configuration"
 
 // keepObserved answers with every observed child as it was last applied,
-// so an invalid spec changes and deletes nothing. Only then are the
-// children decoded in full.
+// so an invalid spec or a finalize changes and deletes nothing.
 func keepObserved(req *hook.SyncRequest) ([]map[string]any, error) {
-	observed, err := req.AllChildren()
+	observed, err := req.KeptChildren()
 	if err != nil {
 		return nil, err
 	}
-	out := []map[string]any{}
-	for _, obj := range observed.All() {
-		kept, err := lastApplied(obj)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, kept)
+	out := make([]map[string]any, 0, len(observed))
+	for _, child := range observed {
+		out = append(out, lastApplied(child))
 	}
 	return out, nil
 }
 
-func lastApplied(obj *unstructured.Unstructured) (map[string]any, error) {
-	if raw, ok := obj.GetAnnotations()[AnnotationLastApplied]; ok {
-		var m map[string]any
-		if err := json.Unmarshal([]byte(raw), &m); err == nil {
-			return m, nil
-		}
+func lastApplied(child hook.KeptChild) map[string]any {
+	if child.Applied != nil {
+		return child.Applied
 	}
 	// Not applied by Metacontroller (adopted): keep what is there, minus
 	// what the server owns.
-	kept := obj.DeepCopy()
-	unstructured.RemoveNestedField(kept.Object, "status")
+	kept := child.Object.Object
+	delete(kept, "status")
 	for _, f := range []string{"uid", "resourceVersion", "generation", "creationTimestamp", "managedFields", "ownerReferences", "selfLink"} {
-		unstructured.RemoveNestedField(kept.Object, "metadata", f)
+		unstructured.RemoveNestedField(kept, "metadata", f)
 	}
-	return kept.Object, nil
+	return kept
 }

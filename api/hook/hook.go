@@ -7,9 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"sort"
 
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 
 	"github.com/asya-sh/asya-sync/api/v1alpha1"
@@ -48,40 +46,6 @@ type RelatedResourceRule struct {
 // LabelSelector is the matchLabels form of a label selector.
 type LabelSelector struct {
 	MatchLabels map[string]string `json:"matchLabels"`
-}
-
-// Objects maps "<Kind>.<apiVersion>" to objects keyed by name (hook v1) or
-// "namespace/name" (hook v2).
-type Objects map[string]map[string]*unstructured.Unstructured
-
-// All returns every object of every group, sorted by group, namespace and name.
-func (o Objects) All() []*unstructured.Unstructured {
-	keys := make([]string, 0, len(o))
-	for k := range o {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	var out []*unstructured.Unstructured
-	for _, k := range keys {
-		group := make([]*unstructured.Unstructured, 0, len(o[k]))
-		for _, obj := range o[k] {
-			if obj != nil {
-				group = append(group, obj)
-			}
-		}
-		sortObjects(group)
-		out = append(out, group...)
-	}
-	return out
-}
-
-func sortObjects(objs []*unstructured.Unstructured) {
-	sort.Slice(objs, func(i, j int) bool {
-		if objs[i].GetNamespace() != objs[j].GetNamespace() {
-			return objs[i].GetNamespace() < objs[j].GetNamespace()
-		}
-		return objs[i].GetName() < objs[j].GetName()
-	})
 }
 
 // DecodeCustomizeRequest parses a customize request body.

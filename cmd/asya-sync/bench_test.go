@@ -148,3 +148,25 @@ func BenchmarkHTTPSync(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkFinalize runs a finalize of the realistic request in process:
+// the children are answered as last applied, so that Metacontroller
+// deletes none of them and the garbage collector removes them once the
+// actor is gone. With no broker configured, the queue's release is
+// refused at once: the rest is every finalize's work.
+func BenchmarkFinalize(b *testing.B) {
+	s, body := benchServer(b), benchBody(b, "realistic")
+	r := httptest.NewRequest(http.MethodPost, "/finalize", nil)
+	r = r.WithContext(context.WithValue(r.Context(), callBuffersKey{}, new(callBuffers)))
+	b.SetBytes(int64(len(body)))
+	b.ReportAllocs()
+	for b.Loop() {
+		out, err := s.handleFinalize(context.Background(), body)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if _, err := encodeAnswer(r, out.body); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

@@ -235,6 +235,8 @@ func measure(t *testing.T, ctx context.Context, v testenv.MCVariant, bin string,
 	// latency, and deleting the broker's queue deletes within them, in
 	// seconds.
 	var syncs, finalizing, deleting func() float64
+	// calls counts the calls of one hook ("finalize").
+	var calls func(hook string) float64
 	// hookCPU is the hook process's CPU time; a floor runs in this one,
 	// whose CPU is not told apart (NaN).
 	hookCPU := func() float64 { return math.NaN() }
@@ -250,21 +252,30 @@ func measure(t *testing.T, ctx context.Context, v testenv.MCVariant, bin string,
 			return testenv.ScrapeSum(hookURL+"/metrics", `asya_sync_transport_operation_duration_seconds_sum{operation="delete"`)
 		}
 		hookCPU = func() float64 { return testenv.ScrapeSum(hookURL+"/metrics", "process_cpu_seconds_total") }
+		calls = func(hook string) float64 {
+			return testenv.ScrapeSum(hookURL+"/metrics", `asya_sync_hook_duration_seconds_count{hook="`+hook+`"}`)
+		}
 	} else {
-		var calls, finalizeNanos atomic.Int64
+		var called gosync.Map // by path, *atomic.Int64
+		var finalizeNanos atomic.Int64
 		floor := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			start := time.Now()
 			v.Floor(w, r)
-			switch r.URL.Path {
-			case "/sync":
-				calls.Add(1)
-			case "/finalize":
+			if r.URL.Path == "/finalize" {
 				finalizeNanos.Add(int64(time.Since(start)))
 			}
+			count, _ := called.LoadOrStore(r.URL.Path, new(atomic.Int64))
+			count.(*atomic.Int64).Add(1)
 		}))
 		defer floor.Close()
 		hookURL = floor.URL
-		syncs = func() float64 { return float64(calls.Load()) }
+		calls = func(hook string) float64 {
+			if count, ok := called.Load("/" + hook); ok {
+				return float64(count.(*atomic.Int64).Load())
+			}
+			return 0
+		}
+		syncs = func() float64 { return calls("sync") }
 		finalizing = func() float64 { return time.Duration(finalizeNanos.Load()).Seconds() }
 		deleting = finalizing // the floor's finalize is its queue's delete
 	}
@@ -360,6 +371,11 @@ func measure(t *testing.T, ctx context.Context, v testenv.MCVariant, bin string,
 		rabbitCPU = func() float64 { return math.NaN() } // a broker elsewhere
 	}
 	rabbit0, requests0 := rabbitCPU(), mc.Requests()
+	hooks := []string{"customize", "sync", "finalize"}
+	calls0 := make([]float64, len(hooks))
+	for i, h := range hooks {
+		calls0[i] = calls(h)
+	}
 	if err := parallel(names, func(name string) error { return k.Delete(ctx, testenv.ActorGVR(), ns, name) }); err != nil {
 		return "", err
 	}
@@ -381,6 +397,11 @@ func measure(t *testing.T, ctx context.Context, v testenv.MCVariant, bin string,
 	}
 	sort.Strings(requests)
 	t.Logf("%s: Metacontroller's requests per actor while deleting: %s", v.Name, strings.Join(requests, ", "))
+	perActor := make([]string, len(hooks))
+	for i, h := range hooks {
+		perActor[i] = fmt.Sprintf("%s %.2f", h, (calls(h)-calls0[i])/float64(n))
+	}
+	t.Logf("%s: hook calls per actor while deleting: %s", v.Name, strings.Join(perActor, ", "))
 	// The children the garbage collector would remove at its own pace:
 	// removed at once, so that the next Metacontroller does not list them.
 	mcDeleteAll(ctx, ns, "apps/v1", "Deployment")
