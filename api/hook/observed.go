@@ -101,6 +101,69 @@ func (r *RelatedActor) decoded() *v1alpha1.AsyncActor {
 		Transport: claim.Transport, CurrentSpec: v1alpha1.CurrentSpec{Actor: claim.Actor}, AsyaGeneration: gen}}
 }
 
+// WatchedActor is an actor as a watch of the actors delivers it, read as
+// far as a claimant list reads it (RelatedActor), with what the watch
+// itself needs: its resourceVersion, and whether it is the bookmark that
+// ends a watch's initial events.
+type WatchedActor struct {
+	RelatedActor
+	// Actor is spec.actor: a flat actor's queue, whose twins claim it too.
+	Actor            string
+	ResourceVersion  string
+	InitialEventsEnd bool
+}
+
+// watchedView is what a watch's actor is read for; the rest, status and
+// most of metadata, is skipped without being built.
+type watchedView struct {
+	Metadata struct {
+		ObjectMeta
+		ResourceVersion string `json:"resourceVersion"`
+		Annotations     struct {
+			InitialEventsEnd string `json:"k8s.io/initial-events-end"`
+		} `json:"annotations"`
+	} `json:"metadata"`
+	Spec   json.RawMessage `json:"spec"`
+	Status skipped         `json:"status"`
+}
+
+func (v *watchedView) actor() *WatchedActor {
+	var spec struct {
+		Actor string `json:"actor"`
+	}
+	_ = unmarshal(v.Spec, &spec) // a spec.actor that is not a string names no queue
+	return &WatchedActor{RelatedActor: RelatedActor{Object: Object{Metadata: v.Metadata.ObjectMeta}, Spec: v.Spec},
+		Actor: spec.Actor, ResourceVersion: v.Metadata.ResourceVersion, InitialEventsEnd: v.Metadata.Annotations.InitialEventsEnd == "true"}
+}
+
+// DecodeWatchedActor reads one AsyncActor as a watch event carries it.
+func DecodeWatchedActor(data []byte) (*WatchedActor, error) {
+	var v watchedView
+	if err := unmarshal(data, &v); err != nil {
+		return nil, fmt.Errorf("decode AsyncActor: %w", err)
+	}
+	return v.actor(), nil
+}
+
+// DecodeWatchedActorList reads an AsyncActorList, one page of it: its
+// items, its resourceVersion and where the next page continues.
+func DecodeWatchedActorList(data []byte) (items []*WatchedActor, meta metav1.ListMeta, err error) {
+	var list struct {
+		Metadata metav1.ListMeta `json:"metadata"`
+		Items    []*watchedView  `json:"items"`
+	}
+	if err := unmarshal(data, &list); err != nil {
+		return nil, meta, fmt.Errorf("decode AsyncActorList: %w", err)
+	}
+	items = make([]*WatchedActor, 0, len(list.Items))
+	for _, v := range list.Items {
+		if v != nil {
+			items = append(items, v.actor())
+		}
+	}
+	return items, list.Metadata, nil
+}
+
 // KeyedByName reports whether any object is keyed by its bare name (hook
 // version v1), where objects of one name in different namespaces
 // overwrite each other.

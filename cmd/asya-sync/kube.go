@@ -13,7 +13,6 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/serializer"
-	"k8s.io/client-go/dynamic"
 	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
@@ -22,6 +21,7 @@ import (
 	"github.com/asya-sh/asya-sync/api/v1alpha1"
 	"github.com/asya-sh/asya-sync/children"
 	"github.com/asya-sh/asya-sync/config"
+	"github.com/asya-sh/asya-sync/internal/actorindex"
 )
 
 // readTimeout bounds one list: a slow API server costs the sync what the
@@ -37,8 +37,8 @@ const readTimeout = 3 * time.Second
 type kubeReader struct {
 	core   corev1client.CoreV1Interface
 	actors rest.Interface
-	// dynamic watches the actors for the claimant index (actorindex).
-	dynamic dynamic.Interface
+	// watch watches the actors for the claimant index (actorindex).
+	watch rest.Interface
 }
 
 // ListPods lists the pods labelled for the actor.
@@ -117,11 +117,11 @@ func dialKube(kubeconfig string) (*kubeReader, error) {
 	if err != nil {
 		return nil, err
 	}
-	dyn, err := dynamic.NewForConfig(rc)
+	watch, err := actorindex.Client(rc)
 	if err != nil {
 		return nil, err
 	}
-	return &kubeReader{core: core, actors: actors, dynamic: dyn}, nil
+	return &kubeReader{core: core, actors: actors, watch: watch}, nil
 }
 
 // restConfig is the API client's configuration. Its rate allows a list or

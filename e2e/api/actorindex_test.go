@@ -60,7 +60,11 @@ func TestActorIndexAnswersAsTheAPIServer(t *testing.T) {
 	}
 
 	fallback := &countingLister{next: api}
-	index := actorindex.New(client, fallback)
+	watch, err := actorindex.Client(rc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	index := actorindex.New(watch, fallback)
 	go index.Run(ctx)
 	testenv.Eventually(t, time.Minute, "the index to list every actor", index.Ready)
 
@@ -102,7 +106,10 @@ func TestActorIndexAnswersAsTheAPIServer(t *testing.T) {
 		return err == nil && len(got) == 1 && !kept
 	})
 
-	unreachable := dynamic.NewForConfigOrDie(&rest.Config{Host: "http://127.0.0.1:1"})
+	unreachable, err := actorindex.Client(&rest.Config{Host: "http://127.0.0.1:1"})
+	if err != nil {
+		t.Fatal(err)
+	}
 	cold := &countingLister{next: api}
 	if _, err := actorindex.New(unreachable, cold).ListActors(ctx, "", "metadata.name=index-shared"); err != nil {
 		t.Fatal(err)

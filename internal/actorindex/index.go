@@ -13,18 +13,16 @@ package actorindex
 
 import (
 	"context"
-	"encoding/json"
-	"fmt"
 	"sync/atomic"
+	"time"
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/watch"
-	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/asya-sh/asya-sync/api/hook"
@@ -53,21 +51,37 @@ type Index struct {
 	broken atomic.Bool
 }
 
-// New watches the AsyncActors of every namespace through client, and lists
-// through fallback what the index cannot answer. Run starts the watch.
-func New(client dynamic.Interface, fallback Lister) *Index {
+// Client is a client of the AsyncActors with rc's credentials that
+// decodes them as the index keeps them.
+func Client(rc *rest.Config) (rest.Interface, error) {
+	cfg := rest.CopyConfig(rc)
+	cfg.GroupVersion, cfg.APIPath, cfg.NegotiatedSerializer = &v1alpha1.GroupVersion, "/apis", negotiated
+	return rest.RESTClientFor(cfg)
+}
+
+// New watches the AsyncActors of every namespace through client (made by
+// Client), and lists through fallback what the index cannot answer. Run
+// starts the watch.
+func New(client rest.Interface, fallback Lister) *Index {
 	x := &Index{fallback: fallback}
-	actors := client.Resource(v1alpha1.GroupVersion.WithResource(v1alpha1.Resource))
+	actors := func(opts *metav1.ListOptions) *rest.Request {
+		req := client.Get().Resource(v1alpha1.Resource).VersionedParams(opts, metav1.ParameterCodec)
+		if opts.TimeoutSeconds != nil {
+			req = req.Timeout(time.Duration(*opts.TimeoutSeconds) * time.Second)
+		}
+		return req
+	}
 	lw := &cache.ListWatch{
 		ListWithContextFunc: func(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
-			list, err := actors.List(ctx, opts)
+			list, err := actors(&opts).Do(ctx).Get()
 			if err != nil {
 				x.broken.Store(true)
 			}
 			return list, err
 		},
 		WatchFuncWithContext: func(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
-			w, err := actors.Watch(ctx, opts)
+			opts.Watch = true
+			w, err := actors(&opts).Watch(ctx)
 			if err != nil {
 				x.broken.Store(true)
 				return nil, err
@@ -75,11 +89,10 @@ func New(client dynamic.Interface, fallback Lister) *Index {
 			return x.mended(w, opts), nil
 		},
 	}
-	x.informer = cache.NewSharedIndexInformerWithOptions(lw, &unstructured.Unstructured{}, cache.SharedIndexInformerOptions{
+	x.informer = cache.NewSharedIndexInformerWithOptions(lw, &entry{}, cache.SharedIndexInformerOptions{
 		Indexers:          cache.Indexers{byName: nameOf, byActor: twinsKeyOf},
 		ObjectDescription: "asyncactors.asya.sh",
 	})
-	_ = x.informer.SetTransform(entryOf)
 	_ = x.informer.SetWatchErrorHandlerWithContext(func(ctx context.Context, r *cache.Reflector, err error) {
 		x.broken.Store(true)
 		cache.DefaultWatchErrorHandler(ctx, r, err)
@@ -143,7 +156,8 @@ func lookup(namespace, fieldSelector string) (index, key string, ok bool) {
 }
 
 // entry is what the index keeps of an actor: the metadata its keys need,
-// and the actor as a claimant list returns it.
+// and the actor as a claimant list returns it. It holds no managedFields,
+// annotations or status.
 type entry struct {
 	metav1.ObjectMeta
 	actor   string // spec.actor
@@ -155,25 +169,19 @@ func (e *entry) GetObjectKind() schema.ObjectKind { return schema.EmptyObjectKin
 // DeepCopyObject is the entry itself: it is never changed once made.
 func (e *entry) DeepCopyObject() runtime.Object { return e }
 
-// entryOf keeps of an actor the watch delivers what a claimant reads, so
-// that the index holds no managedFields, annotations or status.
-func entryOf(obj any) (any, error) {
-	u, ok := obj.(*unstructured.Unstructured)
-	if !ok {
-		return obj, nil
+// entryFor is the entry of an actor a list or watch delivered; a
+// bookmark's keeps its resourceVersion and whether it ends the initial
+// events.
+func entryFor(a *hook.WatchedActor) *entry {
+	e := &entry{
+		ObjectMeta: metav1.ObjectMeta{Name: a.Metadata.Name, Namespace: a.Metadata.Namespace, ResourceVersion: a.ResourceVersion},
+		actor:      a.Actor,
+		related:    &a.RelatedActor,
 	}
-	spec, err := json.Marshal(u.Object["spec"])
-	if err != nil {
-		return nil, fmt.Errorf("asyncactor %s/%s: spec: %w", u.GetNamespace(), u.GetName(), err)
+	if a.InitialEventsEnd {
+		e.Annotations = map[string]string{metav1.InitialEventsAnnotationKey: "true"}
 	}
-	actor, _, _ := unstructured.NestedString(u.Object, "spec", "actor")
-	meta := hook.ObjectMeta{Name: u.GetName(), Namespace: u.GetNamespace(), UID: u.GetUID(), Generation: u.GetGeneration(),
-		CreationTimestamp: u.GetCreationTimestamp(), DeletionTimestamp: u.GetDeletionTimestamp()}
-	return &entry{
-		ObjectMeta: metav1.ObjectMeta{Name: meta.Name, Namespace: meta.Namespace, ResourceVersion: u.GetResourceVersion()},
-		actor:      actor,
-		related:    &hook.RelatedActor{Object: hook.Object{Metadata: meta}, Spec: spec},
-	}, nil
+	return e
 }
 
 func nameOf(obj any) ([]string, error) {

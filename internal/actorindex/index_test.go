@@ -1,13 +1,19 @@
 package actorindex
 
 import (
+	"io"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/serializer/streaming"
 	"k8s.io/apimachinery/pkg/watch"
+	restwatch "k8s.io/client-go/rest/watch"
 
+	"github.com/asya-sh/asya-sync/api/hook"
 	_ "github.com/asya-sh/asya-sync/internal/golden" // accepts -update like every test package
 )
 
@@ -35,33 +41,31 @@ func TestLookup(t *testing.T) {
 	}
 }
 
-// TestEntryOf: the index keeps an actor's metadata and spec, as a list
-// decodes them, and none of the rest.
-func TestEntryOf(t *testing.T) {
-	actor := &unstructured.Unstructured{Object: map[string]any{
-		"apiVersion": "asya.sh/v1alpha1", "kind": "AsyncActor",
-		"metadata": map[string]any{
-			"name": "echo-1", "namespace": "team-a", "uid": "u1", "generation": int64(3), "resourceVersion": "42",
-			"creationTimestamp": "2026-11-01T10:00:00Z", "deletionTimestamp": "2026-11-02T10:00:00Z",
-			"annotations":   map[string]any{"kubectl.kubernetes.io/last-applied-configuration": "{}"},
-			"managedFields": []any{map[string]any{"manager": "kubectl"}},
-		},
-		"spec":   map[string]any{"actor": "echo", "transport": "rabbitmq", "image": "python:3.12-slim"},
-		"status": map[string]any{"status": "Running"},
-	}}
-	obj, err := entryOf(actor)
-	if err != nil {
-		t.Fatal(err)
+// TestDecode: an actor, as a watch event or a list delivers it, is kept
+// with its metadata and spec, as a claimant list decodes them, and none of
+// the rest; a bookmark keeps its resourceVersion and whether it ends the
+// initial events; a Status decodes as the error it is.
+func TestDecode(t *testing.T) {
+	const actor = `{"apiVersion":"asya.sh/v1alpha1","kind":"AsyncActor",
+	  "metadata":{"name":"echo-1","namespace":"team-a","uid":"u1","generation":3,"resourceVersion":"42",
+	    "creationTimestamp":"2026-11-01T10:00:00Z","deletionTimestamp":"2026-11-02T10:00:00Z",
+	    "annotations":{"kubectl.kubernetes.io/last-applied-configuration":"{}"},
+	    "managedFields":[{"manager":"kubectl"}]},
+	  "spec":{"actor":"echo","transport":"rabbitmq","image":"python:3.12-slim"},
+	  "status":{"status":"Running"}}`
+	event := decodeEvent(t, `{"type":"MODIFIED","object":`+actor+`}`)
+	if event.Type != watch.Modified {
+		t.Errorf("event type %q", event.Type)
 	}
-	e := obj.(*entry)
+	e := event.Object.(*entry)
 	if names, _ := nameOf(e); !cmp.Equal(names, []string{"echo-1"}) {
 		t.Errorf("name index %v", names)
 	}
 	if keys, _ := twinsKeyOf(e); !cmp.Equal(keys, []string{"team-a/echo"}) {
 		t.Errorf("twins index %v", keys)
 	}
-	if string(e.related.Spec) != `{"actor":"echo","image":"python:3.12-slim","transport":"rabbitmq"}` {
-		t.Errorf("spec %s", e.related.Spec)
+	if e.ResourceVersion != "42" || e.Annotations != nil {
+		t.Errorf("entry metadata %+v", e.ObjectMeta)
 	}
 	got := groupOf([]any{e}).List()
 	if len(got) != 1 {
@@ -73,6 +77,42 @@ func TestEntryOf(t *testing.T) {
 		m.Spec.Transport != "rabbitmq" || m.Spec.Actor != "echo" || m.Annotations != nil || m.ManagedFields != nil {
 		t.Errorf("decoded %+v", m)
 	}
+
+	list, _, err := objects{}.Decode([]byte(`{"apiVersion":"asya.sh/v1alpha1","kind":"AsyncActorList",
+	  "metadata":{"resourceVersion":"77","continue":"next"},"items":[`+actor+`]}`), nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	items, err := meta.ExtractList(list)
+	if err != nil || len(items) != 1 || items[0].(*entry).Name != "echo-1" {
+		t.Errorf("list items %v, %v", items, err)
+	}
+	if l, err := meta.ListAccessor(list); err != nil || l.GetResourceVersion() != "77" || l.GetContinue() != "next" {
+		t.Errorf("list metadata %v, %v", l, err)
+	}
+
+	bookmark := decodeEvent(t, `{"type":"BOOKMARK","object":{"kind":"AsyncActor","apiVersion":"asya.sh/v1alpha1",
+	  "metadata":{"resourceVersion":"90","annotations":{"k8s.io/initial-events-end":"true"}}}}`)
+	if b := bookmark.Object.(*entry); b.ResourceVersion != "90" || !initialEventsEnd(b) {
+		t.Errorf("bookmark %+v", b.ObjectMeta)
+	}
+
+	gone := decodeEvent(t, `{"type":"ERROR","object":{"kind":"Status","apiVersion":"v1","metadata":{},
+	  "status":"Failure","message":"too old resource version: 1 (90)","reason":"Expired","code":410}}`)
+	if err := apierrors.FromObject(gone.Object); !apierrors.IsResourceExpired(err) {
+		t.Errorf("a 410 event decodes as %v", err)
+	}
+}
+
+// decodeEvent decodes a watch event as the REST client does.
+func decodeEvent(t *testing.T, data string) watch.Event {
+	t.Helper()
+	dec := restwatch.NewDecoder(streaming.NewDecoder(io.NopCloser(strings.NewReader(data)), events{}), objects{})
+	typ, obj, err := dec.Decode()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return watch.Event{Type: typ, Object: obj}
 }
 
 // TestMended: a broken index is ready again once its watch has caught up:
@@ -91,15 +131,12 @@ func TestMended(t *testing.T) {
 	fake := watch.NewFake()
 	w := x.mended(fake, metav1.ListOptions{SendInitialEvents: &initial})
 	defer w.Stop()
-	actor := &unstructured.Unstructured{Object: map[string]any{"metadata": map[string]any{"name": "echo"}}}
-	fake.Add(actor)
+	fake.Add(&entry{ObjectMeta: metav1.ObjectMeta{Name: "echo"}})
 	<-w.ResultChan()
 	if !x.broken.Load() {
 		t.Error("the index was mended before the initial events ended")
 	}
-	end := &unstructured.Unstructured{Object: map[string]any{"metadata": map[string]any{
-		"annotations": map[string]any{metav1.InitialEventsAnnotationKey: "true"}}}}
-	fake.Action(watch.Bookmark, end)
+	fake.Action(watch.Bookmark, entryFor(&hook.WatchedActor{InitialEventsEnd: true}))
 	<-w.ResultChan()
 	if x.broken.Load() {
 		t.Error("the index stayed broken after the initial events ended")
