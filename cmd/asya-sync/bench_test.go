@@ -83,15 +83,17 @@ func BenchmarkSync(b *testing.B) {
 	})
 }
 
-// benchSync encodes each answer as the server does, into the buffer a
+func benchSync(b *testing.B, s *server, body []byte) { benchHook(b, s.handleSync, body) }
+
+// benchHook encodes each answer as the server does, into the buffer a
 // call borrows.
-func benchSync(b *testing.B, s *server, body []byte) {
-	r := httptest.NewRequest(http.MethodPost, "/sync", nil)
+func benchHook(b *testing.B, hook hookFunc, body []byte) {
+	r := httptest.NewRequest(http.MethodPost, "/", nil)
 	r = r.WithContext(context.WithValue(r.Context(), callBuffersKey{}, new(callBuffers)))
 	b.SetBytes(int64(len(body)))
 	b.ReportAllocs()
 	for b.Loop() {
-		out, err := s.handleSync(context.Background(), body)
+		out, err := hook(context.Background(), body)
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -155,18 +157,6 @@ func BenchmarkHTTPSync(b *testing.B) {
 // actor is gone. With no broker configured, the queue's release is
 // refused at once: the rest is every finalize's work.
 func BenchmarkFinalize(b *testing.B) {
-	s, body := benchServer(b), benchBody(b, "realistic")
-	r := httptest.NewRequest(http.MethodPost, "/finalize", nil)
-	r = r.WithContext(context.WithValue(r.Context(), callBuffersKey{}, new(callBuffers)))
-	b.SetBytes(int64(len(body)))
-	b.ReportAllocs()
-	for b.Loop() {
-		out, err := s.handleFinalize(context.Background(), body)
-		if err != nil {
-			b.Fatal(err)
-		}
-		if _, err := encodeAnswer(r, out.body); err != nil {
-			b.Fatal(err)
-		}
-	}
+	s := benchServer(b)
+	benchHook(b, s.handleFinalize, benchBody(b, "realistic"))
 }
