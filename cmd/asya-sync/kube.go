@@ -11,8 +11,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/runtime/serializer"
 	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
@@ -35,10 +33,10 @@ const readTimeout = 3 * time.Second
 // watch cache (resourceVersion 0), as Metacontroller's informers would
 // have the objects, and reach no etcd.
 type kubeReader struct {
-	core   corev1client.CoreV1Interface
+	core corev1client.CoreV1Interface
+	// actors lists the actors by field selector, and watches them for
+	// the claimant index (actorindex).
 	actors rest.Interface
-	// watch watches the actors for the claimant index (actorindex).
-	watch rest.Interface
 }
 
 // ListPods lists the pods labelled for the actor.
@@ -109,19 +107,11 @@ func dialKube(kubeconfig string) (*kubeReader, error) {
 	if err != nil {
 		return nil, err
 	}
-	actorsConfig := rest.CopyConfig(rc)
-	actorsConfig.GroupVersion = &v1alpha1.GroupVersion
-	actorsConfig.APIPath = "/apis"
-	actorsConfig.NegotiatedSerializer = serializer.NewCodecFactory(runtime.NewScheme()).WithoutConversion()
-	actors, err := rest.RESTClientFor(actorsConfig)
+	actors, err := actorindex.Client(rc)
 	if err != nil {
 		return nil, err
 	}
-	watch, err := actorindex.Client(rc)
-	if err != nil {
-		return nil, err
-	}
-	return &kubeReader{core: core, actors: actors, watch: watch}, nil
+	return &kubeReader{core: core, actors: actors}, nil
 }
 
 // restConfig is the API client's configuration. Its rate allows a list or

@@ -251,7 +251,7 @@ func newServer(f serveFlags, log zerolog.Logger) (*server, *credentials, brokers
 		hooks.Pods, hooks.Actors, hooks.Secrets = kube, kube, kube
 		hooks.Claimants = hooksync.NewClaimantsCache(cfg.QueueCacheTTL.Duration)
 		if cfg.Watch.Namesakes == config.Read {
-			index := actorindex.New(kube.watch, kube)
+			index := actorindex.New(kube.actors, kube)
 			hooks.Actors = index
 			background = append(background, index.Run)
 		}
