@@ -30,9 +30,11 @@ type Cached struct {
 	Lookups func(hit bool)
 
 	mu sync.Mutex
-	// ensured is keyed by the whole Queue: actor, namespace and settings.
-	ensured map[transport.Queue]time.Time // until when
-	counted map[string]countedQueue       // by queue name
+	// ensured is keyed by the queue's name, then by the whole Queue
+	// (actor, namespace and settings): a Delete forgets a name without a
+	// pass over every queue ensured.
+	ensured map[string]map[transport.Queue]time.Time // until when
+	counted map[string]countedQueue                  // by queue name
 	// generation changes with every Delete, so that an Ensure that raced
 	// a Delete is not remembered as if the queue were still there.
 	generation uint64
@@ -53,7 +55,7 @@ func NewCached(inner transport.Broker, ttl time.Duration, now func() time.Time) 
 	if now == nil {
 		now = time.Now
 	}
-	return &Cached{inner: inner, ttl: ttl, now: now, ensured: map[transport.Queue]time.Time{}, counted: map[string]countedQueue{}}
+	return &Cached{inner: inner, ttl: ttl, now: now, ensured: map[string]map[transport.Queue]time.Time{}, counted: map[string]countedQueue{}}
 }
 
 // Ensure calls the broker unless the same queue with the same settings was
@@ -121,7 +123,7 @@ func (c *Cached) Close() error { return c.inner.Close() }
 func (c *Cached) fresh(q transport.Queue) bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	until, ok := c.ensured[q]
+	until, ok := c.ensured[q.Name()][q]
 	return ok && c.now().Before(until)
 }
 
@@ -138,7 +140,11 @@ func (c *Cached) remember(q transport.Queue, generation uint64) {
 		return
 	}
 	now := c.now()
-	c.ensured[q] = now.Add(c.ttl)
+	name := q.Name()
+	if c.ensured[name] == nil {
+		c.ensured[name] = map[transport.Queue]time.Time{}
+	}
+	c.ensured[name][q] = now.Add(c.ttl)
 	c.sweep(now)
 }
 
@@ -148,9 +154,14 @@ func (c *Cached) sweep(now time.Time) {
 	if now.Before(c.nextSweep) {
 		return
 	}
-	for q, until := range c.ensured {
-		if !now.Before(until) {
-			delete(c.ensured, q)
+	for name, queues := range c.ensured {
+		for q, until := range queues {
+			if !now.Before(until) {
+				delete(queues, q)
+			}
+		}
+		if len(queues) == 0 {
+			delete(c.ensured, name)
 		}
 	}
 	for name, e := range c.counted {
@@ -165,11 +176,7 @@ func (c *Cached) forget(queue string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.generation++
-	for q := range c.ensured {
-		if q.Name() == queue {
-			delete(c.ensured, q)
-		}
-	}
+	delete(c.ensured, queue)
 	delete(c.counted, queue)
 }
 

@@ -3,6 +3,7 @@ package brokers
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -159,25 +160,55 @@ func TestCachedWithoutTTLAlwaysCallsTheBroker(t *testing.T) {
 }
 
 // The same queue name claimed from two namespaces is two cache entries:
-// neither evicts the other, and deleting the queue forgets both.
+// neither evicts the other, and deleting the queue forgets both, and
+// only them.
 func TestCachedKeysOnNamespace(t *testing.T) {
 	broker := &countingTransport{}
 	cached := NewCached(broker, time.Minute, testenv.NewFakeClock().Now)
 	ctx := context.Background()
 	a, b := transport.Queue{Actor: "x", Namespace: "team-a"}, transport.Queue{Actor: "x", Namespace: "team-b"}
-	for _, q := range []transport.Queue{a, b, a, b} {
+	other := transport.Queue{Actor: "y", Namespace: "team-a"}
+	for _, q := range []transport.Queue{a, b, other, a, b} {
 		if err := cached.Ensure(ctx, q); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if got := broker.ensures.Load(); got != 2 {
-		t.Fatalf("%d broker calls for two namespaces ensured twice each, want 2", got)
+	if got := broker.ensures.Load(); got != 3 {
+		t.Fatalf("%d broker calls for three queues, two ensured twice, want 3", got)
 	}
 	if err := cached.Delete(ctx, a); err != nil {
 		t.Fatal(err)
 	}
-	if n := cached.cachedEntries(); n != 0 {
-		t.Errorf("%d entries after the queue was deleted, want none", n)
+	if n := cached.cachedEntries(); n != 1 {
+		t.Errorf("%d entries after the queue was deleted, want the other queue's only", n)
+	}
+	if err := cached.Ensure(ctx, other); err != nil {
+		t.Fatal(err)
+	}
+	if got := broker.ensures.Load(); got != 3 {
+		t.Errorf("%d broker calls, want the other queue still cached", got)
+	}
+}
+
+// A Delete costs the same whatever the number of queues ensured: a fleet
+// deleted one actor at a time is not a pass over the fleet per actor.
+func BenchmarkCachedDelete(b *testing.B) {
+	for _, n := range []int{10, 2000} {
+		b.Run(fmt.Sprint(n, " queues ensured"), func(b *testing.B) {
+			cached := NewCached(&countingTransport{}, time.Minute, testenv.NewFakeClock().Now)
+			ctx := context.Background()
+			for i := range n {
+				if err := cached.Ensure(ctx, transport.Queue{Actor: fmt.Sprint("actor-", i), Namespace: "team"}); err != nil {
+					b.Fatal(err)
+				}
+			}
+			q := transport.Queue{Actor: "actor-0", Namespace: "team"}
+			for b.Loop() {
+				if err := cached.Delete(ctx, q); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
 	}
 }
 
@@ -209,5 +240,9 @@ func TestCachedSharesNoCallBetweenDifferentQueues(t *testing.T) {
 func (c *Cached) cachedEntries() int {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return len(c.ensured)
+	n := 0
+	for _, queues := range c.ensured {
+		n += len(queues)
+	}
+	return n
 }
