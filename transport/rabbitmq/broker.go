@@ -170,7 +170,13 @@ func (r *Broker) queueArgs(q transport.Queue) amqp.Table {
 // the DLQ was on: the usual answer, none, costs one passive declare, where
 // checking its record first would make a record only to delete it, two of
 // the broker's costliest changes (docs/performance.md#owner-records).
+//
+// The usual delete (the claim's own queue, no DLQ left) is sent at once
+// (deleteAtOnce); anything else is done one step at a time.
 func (r *Broker) Delete(ctx context.Context, q transport.Queue) error {
+	if r.deleteAtOnce(ctx, q) {
+		return nil
+	}
 	return transport.DeleteClaimed(q, func(name string) error {
 		if name == q.DLQName() && !r.cfg.Queues.DLQ.Enabled {
 			if _, err := r.readyMessages(ctx, name); err != nil {
@@ -182,6 +188,75 @@ func (r *Broker) Delete(ctx context.Context, q transport.Queue) error {
 		}
 		return r.deleteClaimed(ctx, name, q.Claim())
 	})
+}
+
+// deleteAtOnce sends the whole usual delete in one round trip: every
+// method but the last without waiting for its answer. A channel runs its
+// methods in order, and after a refused one the broker drops the rest and
+// closes the channel (AMQP 0-9-1), so the last answer is that of all of
+// them: a record of another claim's stops the delete before its queue.
+// It reports whether that settled the delete; a queue another claim
+// holds, a DLQ left from when it was on, or any error is not, and is left
+// to the delete one step at a time, which explains it. Every step can be
+// done twice.
+func (r *Broker) deleteAtOnce(ctx context.Context, q transport.Queue) bool {
+	steps := r.deleteSteps(q)
+	err := r.withChannel(ctx, func(ch *amqp.Channel) error {
+		for i, step := range steps {
+			if err := step(ch, i < len(steps)-1); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	return err == nil
+}
+
+// deleteStep is one method of a delete; noWait sends it without waiting
+// for its answer.
+type deleteStep func(ch *amqp.Channel, noWait bool) error
+
+// errDLQLeft is a DLQ found with the DLQ off: left from when it was on.
+var errDLQLeft = errors.New("a DLQ left from when it was on")
+
+// deleteSteps are the methods of the usual delete: for the queue, and its
+// DLQ when the DLQ is on, the record checked, the queue deleted, the
+// record deleted; with the DLQ off, a passive declare of the DLQ last,
+// whose not-found ends it (and closes the channel).
+func (r *Broker) deleteSteps(q transport.Queue) []deleteStep {
+	names := []string{q.Name()}
+	if r.cfg.Queues.DLQ.Enabled {
+		names = append(names, q.DLQName())
+	}
+	records := r.cfg.Queues.AutoCreateQueues()
+	var steps []deleteStep
+	for _, name := range names {
+		if records {
+			steps = append(steps, func(ch *amqp.Channel, noWait bool) error { return declareRecord(ch, name, q.Claim(), noWait) })
+		}
+		steps = append(steps, func(ch *amqp.Channel, noWait bool) error {
+			_, err := ch.QueueDelete(name, false, false, noWait)
+			return err
+		})
+		if records {
+			steps = append(steps, func(ch *amqp.Channel, noWait bool) error { return ch.ExchangeDelete(OwnerRecord(name), false, noWait) })
+		}
+	}
+	if !r.cfg.Queues.DLQ.Enabled {
+		dlq := q.DLQName()
+		steps = append(steps, func(ch *amqp.Channel, _ bool) error {
+			_, err := ch.QueueDeclarePassive(dlq, true, false, false, false, nil)
+			var ae *amqp.Error
+			switch {
+			case err == nil:
+				return errDLQLeft
+			case errors.As(err, &ae) && ae.Code == amqp.NotFound && strings.Contains(ae.Reason, "'"+dlq+"'"):
+				return nil
+			}
+			return err
+		})
+	}
+	return steps
 }
 
 // deleteClaimed deletes one queue of the claim's, then its record. RabbitMQ

@@ -33,8 +33,7 @@ func OwnerRecord(queue string) string { return recordPrefix + queue }
 // by the first claim to declare one: the record may come before the queue
 // or long after it (queues created before records existed).
 func claim(ch *amqp.Channel, queue, claim string) error {
-	err := ch.ExchangeDeclare(OwnerRecord(queue), amqp.ExchangeFanout, true, false, true, false,
-		amqp.Table{"alternate-exchange": claim})
+	err := declareRecord(ch, queue, claim, false)
 	switch {
 	case isAMQPCode(err, amqp.PreconditionFailed):
 		return transport.HeldError(queue, recordedClaim(err))
@@ -42,6 +41,12 @@ func claim(ch *amqp.Channel, queue, claim string) error {
 		return &amqpStepError{kind: "owner record", name: OwnerRecord(queue), err: err}
 	}
 	return nil
+}
+
+// declareRecord declares the queue's owner record for claim.
+func declareRecord(ch *amqp.Channel, queue, claim string, noWait bool) error {
+	return ch.ExchangeDeclare(OwnerRecord(queue), amqp.ExchangeFanout, true, false, true, noWait,
+		amqp.Table{"alternate-exchange": claim})
 }
 
 // unclaim deletes the queue's owner record once the queue is gone. The

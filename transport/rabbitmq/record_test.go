@@ -270,3 +270,51 @@ func TestRabbitMQDeleteWithTheDLQOff(t *testing.T) {
 		t.Errorf("Delete with the DLQ off left a record of %s or of its DLQ", none.Name())
 	}
 }
+
+// The usual delete settles in one round trip, with the DLQ on or off; a
+// queue another claim holds is not deleted by it (the broker drops the
+// delete after refusing the record), and a DLQ left from when it was on is
+// left to the delete one step at a time.
+func TestRabbitMQDeleteAtOnce(t *testing.T) {
+	t.Parallel()
+	ctx := testenv.Context(t)
+	for _, dlq := range []bool{false, true} {
+		change := func(c *Settings) { c.Queues.DLQ.Enabled = dlq }
+		r := newBroker(t, change)
+		c := newCollision(t)
+		owned := transport.Queue{Actor: testenv.ActorName("atonce")}
+		cleanupRabbitQueues(t, owned.Actor)
+		for _, q := range []transport.Queue{owned, c.first} {
+			if err := r.Ensure(ctx, q); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if !r.deleteAtOnce(ctx, owned) {
+			t.Errorf("DLQ on: %v: the delete of an owned queue did not settle at once", dlq)
+		}
+		for _, name := range []string{owned.Name(), owned.DLQName()} {
+			if _, exists := queueExists(t, name); exists || recordExists(t, name) {
+				t.Errorf("DLQ on: %v: %s or its record still exists", dlq, name)
+			}
+		}
+
+		send(t, ctx, c.first, "the owner's")
+		testenv.Eventually(t, 5*time.Second, "the message queued", func() bool { n, _ := queueExists(t, c.first.Name()); return n == 1 })
+		if r.deleteAtOnce(ctx, c.second) {
+			t.Errorf("DLQ on: %v: the delete of a queue another claim holds settled at once", dlq)
+		}
+		if n, exists := queueExists(t, c.first.Name()); !exists || n != 1 || !recordExists(t, c.first.Name()) {
+			t.Errorf("DLQ on: %v: the owner's queue after the other claim's delete: exists=%v, %d messages, recorded=%v; want it kept with its message",
+				dlq, exists, n, recordExists(t, c.first.Name()))
+		}
+	}
+
+	left := transport.Queue{Actor: testenv.ActorName("atonceleft")}
+	cleanupRabbitQueues(t, left.Actor)
+	if err := newBroker(t, withDLQ).Ensure(ctx, left); err != nil {
+		t.Fatal(err)
+	}
+	if newBroker(t).deleteAtOnce(ctx, left) {
+		t.Errorf("a delete with a DLQ left from when it was on settled at once")
+	}
+}
