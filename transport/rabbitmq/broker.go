@@ -239,7 +239,7 @@ func (r *Broker) deleteSteps(q transport.Queue) []deleteStep {
 			return err
 		})
 		if records {
-			steps = append(steps, func(ch *amqp.Channel, noWait bool) error { return ch.ExchangeDelete(OwnerRecord(name), false, noWait) })
+			steps = append(steps, func(ch *amqp.Channel, noWait bool) error { return deleteRecord(ch, name, noWait) })
 		}
 	}
 	if !r.cfg.Queues.DLQ.Enabled {

@@ -49,11 +49,16 @@ func declareRecord(ch *amqp.Channel, queue, claim string, noWait bool) error {
 		amqp.Table{"alternate-exchange": claim})
 }
 
+// deleteRecord deletes the queue's owner record.
+func deleteRecord(ch *amqp.Channel, queue string, noWait bool) error {
+	return ch.ExchangeDelete(OwnerRecord(queue), false, noWait)
+}
+
 // unclaim deletes the queue's owner record once the queue is gone. The
 // queue goes first: while the record stays, no other claim can bind to a
 // queue that still holds the owner's messages.
 func unclaim(ch *amqp.Channel, queue string) error {
-	if err := ch.ExchangeDelete(OwnerRecord(queue), false, false); err != nil && !isAMQPCode(err, amqp.NotFound) {
+	if err := deleteRecord(ch, queue, false); err != nil && !isAMQPCode(err, amqp.NotFound) {
 		return &amqpStepError{kind: "owner record", name: OwnerRecord(queue), err: err}
 	}
 	return nil
