@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"flag"
+	"fmt"
 	"io"
 	stdlog "log"
 	"net"
@@ -48,6 +49,11 @@ func parseServeFlags(args []string, stderr io.Writer) (serveFlags, error) {
 	var f serveFlags
 	fs := serveFlagSet(&f)
 	fs.SetOutput(stderr)
+	if v := os.Getenv("ASYA_SYNC_MAX_CONCURRENT_SYNCS"); v != "" {
+		if err := fs.Set("max-concurrent-syncs", v); err != nil {
+			return f, fmt.Errorf("ASYA_SYNC_MAX_CONCURRENT_SYNCS=%q: %w", v, err)
+		}
+	}
 	if err := fs.Parse(args); err != nil {
 		return f, err
 	}
@@ -86,7 +92,7 @@ func serveFlagSet(f *serveFlags) *flag.FlagSet {
 		"also serve /metrics, /healthz and /readyz, over plain HTTP, on this address")
 	fs.Int64Var(&f.maxBody, "max-body-bytes", DefaultMaxBody, "largest hook request accepted")
 	fs.DurationVar(&f.hookTimeout, "hook-timeout", 10*time.Second, "Metacontroller's webhook timeout, exported for the hook latency alert")
-	fs.IntVar(&f.maxSyncs, "max-concurrent-syncs", runtime.GOMAXPROCS(0), "syncs computing at once; more wait their turn in arrival order (0: no limit)")
+	fs.IntVar(&f.maxSyncs, "max-concurrent-syncs", runtime.GOMAXPROCS(0), "syncs computing at once; more wait their turn in arrival order (0: no limit; default $ASYA_SYNC_MAX_CONCURRENT_SYNCS, else GOMAXPROCS)")
 	fs.DurationVar(&f.actorWindow, "actor-status-window", DefaultActorStatusWindow, "how long asya_sync_actors counts an actor after its last sync here")
 	fs.DurationVar(&f.drainDelay, "drain-delay", 0,
 		"on SIGTERM, go on serving this long, reporting not ready and closing each connection after its next answer, "+

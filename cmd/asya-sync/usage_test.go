@@ -3,6 +3,7 @@ package main
 import (
 	"flag"
 	"io"
+	"runtime"
 	"strings"
 	"testing"
 )
@@ -96,6 +97,39 @@ func TestServeRefusesHTTPSWithoutAuth(t *testing.T) {
 				t.Errorf("the refusal does not say how to acknowledge it: %v", err)
 			case !tc.refused && err != nil:
 				t.Errorf("refused: %v", err)
+			}
+		})
+	}
+}
+
+// TestMaxConcurrentSyncsFromTheEnvironment: the admission's size comes
+// from the flag, else from $ASYA_SYNC_MAX_CONCURRENT_SYNCS (the chart's
+// extraEnv), else GOMAXPROCS; a value that is not a number is refused at
+// start, naming the variable.
+func TestMaxConcurrentSyncsFromTheEnvironment(t *testing.T) {
+	config := []string{"--config", "c.yaml"}
+	for _, tc := range []struct {
+		name, env string
+		args      []string
+		want      int
+		refused   bool
+	}{
+		{"neither", "", config, runtime.GOMAXPROCS(0), false},
+		{"the environment", "3", config, 3, false},
+		{"the flag over the environment", "3", append(config, "--max-concurrent-syncs", "1"), 1, false},
+		{"no limit from the environment", "0", config, 0, false},
+		{"not a number", "two", config, 0, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Setenv("ASYA_SYNC_MAX_CONCURRENT_SYNCS", tc.env)
+			f, err := parseServeFlags(tc.args, io.Discard)
+			switch {
+			case tc.refused && (err == nil || !strings.Contains(err.Error(), "ASYA_SYNC_MAX_CONCURRENT_SYNCS")):
+				t.Errorf("want a refusal naming the variable, got %v", err)
+			case !tc.refused && err != nil:
+				t.Errorf("refused: %v", err)
+			case !tc.refused && f.maxSyncs != tc.want:
+				t.Errorf("max concurrent syncs %d, want %d", f.maxSyncs, tc.want)
 			}
 		})
 	}
