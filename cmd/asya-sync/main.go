@@ -40,10 +40,11 @@ unless --allow-unauthenticated ($ASYA_SYNC_ALLOW_UNAUTHENTICATED=true)
 acknowledges that anyone may call the hooks. --max-body-bytes (8 MiB) bounds a hook request;
 --max-concurrent-syncs ($ASYA_SYNC_MAX_CONCURRENT_SYNCS, else GOMAXPROCS; 0:
 no limit) bounds the syncs computing at once. --hook-timeout (Metacontroller's
-webhook timeout, 10s) and --actor-status-window (10m) shape metrics only. On SIGTERM serve reports not
-ready and goes on serving for --drain-delay (0; the chart sets 10s), each
-answer closing its connection, while a Service stops routing to it; then it
-closes its listeners and lets the calls in flight finish (up to 25s).
+webhook timeout, 10s) and --actor-status-window (10m) shape metrics only. On
+SIGTERM serve reports not ready and goes on serving for --drain-delay (0; the
+chart sets 10s), each answer closing its connection, while a Service stops
+routing to it; then it closes its listeners and lets the calls in flight
+finish (up to 25s).
 With watch.pods whileUnhealthy and watch.namesakes read (the defaults) serve
 lists the pods of actors whose workload is not settled and the actors that
 claim a queue, as its pod's ServiceAccount, or with --kubeconfig
