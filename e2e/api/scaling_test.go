@@ -132,11 +132,11 @@ func replicas(t *testing.T, ctx context.Context, name string) int {
 // syncingUntil runs a driver pass every second, as Metacontroller's
 // resyncs and watch events would, until check returns nil or within is
 // over; it returns how long that took. check's error says what it saw.
-func syncingUntil(t *testing.T, ctx context.Context, d *testenv.Driver, name string, within time.Duration, what string, check func() error) time.Duration {
+func syncingUntil(t *testing.T, ctx context.Context, d *testenv.Driver, ns, name string, within time.Duration, what string, check func() error) time.Duration {
 	t.Helper()
 	start := time.Now()
 	for {
-		if _, err := d.Reconcile(ctx, scalingNS, name); err != nil {
+		if _, err := d.Reconcile(ctx, ns, name); err != nil {
 			t.Fatalf("sync %s: %v", name, err)
 		}
 		err := check()
@@ -184,16 +184,16 @@ func TestKEDAScalesFromZero(t *testing.T) {
 			queue := "asya-" + name
 			d := env.Driver
 
-			ready := syncingUntil(t, ctx, d, name, time.Minute, "ScaledObject Ready", func() error {
+			ready := syncingUntil(t, ctx, d, scalingNS, name, time.Minute, "ScaledObject Ready", func() error {
 				return conditionIs(soCondition(t, ctx, scalingNS, name), "True")
 			})
 			checkHPA(t, ctx, name)
 			atZero := func() error { return want("spec.replicas", replicas(t, ctx, name), 0) }
-			idle := syncingUntil(t, ctx, d, name, time.Minute, "idle actor at 0 replicas", atZero)
+			idle := syncingUntil(t, ctx, d, scalingNS, name, time.Minute, "idle actor at 0 replicas", atZero)
 			t.Logf("%s: ScaledObject Ready after %.1f s, idle at zero %.1f s later", f.transport, ready.Seconds(), idle.Seconds())
 
 			f.publish(t, ctx, queue, 6)
-			up := syncingUntil(t, ctx, d, name, 2*poll*time.Second, "scale from zero within two polling intervals", func() error {
+			up := syncingUntil(t, ctx, d, scalingNS, name, 2*poll*time.Second, "scale from zero within two polling intervals", func() error {
 				if n := replicas(t, ctx, name); n < 1 {
 					return fmt.Errorf("spec.replicas is %d", n)
 				}
@@ -215,7 +215,7 @@ func TestKEDAScalesFromZero(t *testing.T) {
 			}
 
 			f.drain(t, ctx, queue)
-			down := syncingUntil(t, ctx, d, name, time.Duration(cooldown+3*poll)*time.Second, "back to zero after the cooldown", atZero)
+			down := syncingUntil(t, ctx, d, scalingNS, name, time.Duration(cooldown+3*poll)*time.Second, "back to zero after the cooldown", atZero)
 			t.Logf("%s: back to zero %.1f s after the drain (cooldown %d s)", f.transport, down.Seconds(), cooldown)
 		})
 	}
@@ -276,12 +276,12 @@ func TestScalingStatusFollowsKEDA(t *testing.T) {
 			// which the Deployment controller reports running.
 			reportRunning(t, ctx, scalingNS, name, 1)
 			var kedaSays string
-			syncingUntil(t, ctx, &broken, name, time.Minute, "KEDA refuses the broken TriggerAuthentication", func() error {
+			syncingUntil(t, ctx, &broken, scalingNS, name, time.Minute, "KEDA refuses the broken TriggerAuthentication", func() error {
 				c := soCondition(t, ctx, scalingNS, name)
 				kedaSays = testenv.Str(c, "message")
 				return conditionIs(c, "False")
 			})
-			syncingUntil(t, ctx, &broken, name, 30*time.Second, "ScalingError in the actor's status", func() error {
+			syncingUntil(t, ctx, &broken, scalingNS, name, 30*time.Second, "ScalingError in the actor's status", func() error {
 				a := testenv.GetActor(t, ctx, scalingNS, name)
 				if err := want("status", testenv.Str(a, "status", "status"), "ScalingError"); err != nil {
 					return fmt.Errorf("%w, ScalingReady %s", err, testenv.MustJSON(conditions(a)["ScalingReady"]))
@@ -294,7 +294,7 @@ func TestScalingStatusFollowsKEDA(t *testing.T) {
 			}
 			t.Logf("%s, broken: %s", f.transport, testenv.Str(got, "message"))
 
-			syncingUntil(t, ctx, env.Driver, name, time.Minute, "ScalingReady=True once the TriggerAuthentication is right", func() error {
+			syncingUntil(t, ctx, env.Driver, scalingNS, name, time.Minute, "ScalingReady=True once the TriggerAuthentication is right", func() error {
 				return conditionIs(conditions(testenv.GetActor(t, ctx, scalingNS, name))["ScalingReady"], "True")
 			})
 		})
@@ -400,11 +400,11 @@ func TestExtraTriggers(t *testing.T) {
 			createActor(t, ctx, a)
 			reportRunning(t, ctx, scalingNS, name, 1)
 			so := soCondition(t, ctx, scalingNS, name)
-			syncingUntil(t, ctx, env.Driver, name, time.Minute, "KEDA's verdict", func() error {
+			syncingUntil(t, ctx, env.Driver, scalingNS, name, time.Minute, "KEDA's verdict", func() error {
 				so = soCondition(t, ctx, scalingNS, name)
 				return conditionIs(so, tc.ready)
 			})
-			syncingUntil(t, ctx, env.Driver, name, 30*time.Second, "the actor's ScalingReady follows KEDA", func() error {
+			syncingUntil(t, ctx, env.Driver, scalingNS, name, 30*time.Second, "the actor's ScalingReady follows KEDA", func() error {
 				return conditionIs(conditions(testenv.GetActor(t, ctx, scalingNS, name))["ScalingReady"], tc.ready)
 			})
 			a = testenv.GetActor(t, ctx, scalingNS, name)
