@@ -14,7 +14,9 @@ import (
 // template's annotation), kept as the request's bytes and read only when
 // the sync needs it: while the actor's pods keep a runtime that is not the
 // current one (children.Running). A steady sync whose pods run the
-// current runtime reads nothing.
+// current runtime reads nothing, and copies nothing: raw points into the
+// request, which a sync holds until it has answered (a decoder reading
+// from a byte slice, as unmarshal's does, hands out values within it).
 type Script struct {
 	raw   jsontext.Value
 	known *asyaruntime.Script // read before, from the same bytes
@@ -31,7 +33,7 @@ func (s *Script) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
 		return fmt.Errorf("cannot decode JSON %s into a string", k)
 	}
 	if s.known = scriptsRead.recall(val); s.known == nil {
-		s.raw = bytes.Clone(val)
+		s.raw = val
 	}
 	return nil
 }
@@ -81,6 +83,6 @@ func (r *recentScripts) recall(raw jsontext.Value) *asyaruntime.Script {
 func (r *recentScripts) remember(raw jsontext.Value, script asyaruntime.Script) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	r.read[r.next].raw, r.read[r.next].script = raw, &script
+	r.read[r.next].raw, r.read[r.next].script = bytes.Clone(raw), &script
 	r.next = (r.next + 1) % len(r.read)
 }

@@ -46,3 +46,26 @@ func TestScriptsReadWhenNeeded(t *testing.T) {
 		}
 	}
 }
+
+// TestScriptsRememberedOutliveTheRequest: a script read is remembered by
+// a copy of its bytes, not by the request's, whose buffer the next call
+// fills with its own request.
+func TestScriptsRememberedOutliveTheRequest(t *testing.T) {
+	request := func(script string) []byte {
+		return []byte(`{"parent": {"apiVersion": "asya.sh/v1alpha1", "kind": "AsyncActor", "metadata": {"name": "a", "namespace": "n"}, "spec": {}},
+		"children": {"ConfigMap.v1": {"n/a-asya-runtime": {"metadata": {"name": "a-asya-runtime", "namespace": "n"}, "data": {"asya_runtime.py": "` + script + `"}}}}}`)
+	}
+	read := func(body []byte) asyaruntime.Script {
+		req, err := DecodeSyncRequest(body)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return Get(req.Children.ConfigMaps, "a-asya-runtime").Data.RuntimeScript.Read()
+	}
+	body := request("# first, remembered")
+	read(body)
+	copy(body, request("# other, this time!")) // the buffer reused
+	if got, want := read(request("# other, this time!")), asyaruntime.NewScript("# other, this time!"); got != want {
+		t.Errorf("read %+v, want %+v", got, want)
+	}
+}
