@@ -63,7 +63,8 @@ func newAdmission(n int) *admission {
 // aTurn is what give writes for a turn given back.
 var aTurn = []byte{0}
 
-// passOn frees a turn for each byte read from r.
+// passOn frees a turn for each byte read from r. Neither end of the pipe
+// is ever closed: the admission lives as long as the process.
 func (a *admission) passOn(r *os.File) {
 	buf := make([]byte, cap(a.slots))
 	for {
