@@ -12,11 +12,6 @@ import (
 // again; a value that is no string is a malformed request, as when it was
 // decoded at once.
 func TestScriptsReadWhenNeeded(t *testing.T) {
-	request := func(script string) []byte {
-		return []byte(`{"parent": {"apiVersion": "asya.sh/v1alpha1", "kind": "AsyncActor", "metadata": {"name": "a", "namespace": "n"}, "spec": {}},
-		"children": {"ConfigMap.v1": {"n/a-asya-runtime": {"metadata": {"name": "a-asya-runtime", "namespace": "n"}, "data": {"asya_runtime.py": ` + script + `}}},
-			"Deployment.apps/v1": {"n/a": {"metadata": {"name": "a"}, "spec": {"template": {"metadata": {"annotations": {"asya.sh/runtime-script": ` + script + `}}}}}}}}`)
-	}
 	for _, tc := range []struct{ raw, want string }{
 		{`"import http.server\n\u00e9\"\u003c"`, "import http.server\n\u00e9\"<"},
 		{`"# a script\n"`, "# a script\n"},
@@ -25,7 +20,7 @@ func TestScriptsReadWhenNeeded(t *testing.T) {
 	} {
 		want := asyaruntime.NewScript(tc.want)
 		for range 2 { // the second time, as remembered
-			req, err := DecodeSyncRequest(request(tc.raw))
+			req, err := DecodeSyncRequest(scriptRequest(tc.raw))
 			if err != nil {
 				t.Fatalf("%s: %v", tc.raw, err)
 			}
@@ -41,7 +36,7 @@ func TestScriptsReadWhenNeeded(t *testing.T) {
 		t.Error("an absent script reads as more than nothing")
 	}
 	for _, raw := range []string{`1`, `{}`, `["x"]`, `true`} {
-		if _, err := DecodeSyncRequest(request(raw)); err == nil || !strings.Contains(err.Error(), "invalid request JSON") {
+		if _, err := DecodeSyncRequest(scriptRequest(raw)); err == nil || !strings.Contains(err.Error(), "invalid request JSON") {
 			t.Errorf("a script %s: %v, want a malformed request", raw, err)
 		}
 	}
@@ -51,10 +46,7 @@ func TestScriptsReadWhenNeeded(t *testing.T) {
 // a copy of its bytes, not by the request's, whose buffer the next call
 // fills with its own request.
 func TestScriptsRememberedOutliveTheRequest(t *testing.T) {
-	request := func(script string) []byte {
-		return []byte(`{"parent": {"apiVersion": "asya.sh/v1alpha1", "kind": "AsyncActor", "metadata": {"name": "a", "namespace": "n"}, "spec": {}},
-		"children": {"ConfigMap.v1": {"n/a-asya-runtime": {"metadata": {"name": "a-asya-runtime", "namespace": "n"}, "data": {"asya_runtime.py": "` + script + `"}}}}}`)
-	}
+	request := func(script string) []byte { return scriptRequest(`"` + script + `"`) }
 	read := func(body []byte) asyaruntime.Script {
 		req, err := DecodeSyncRequest(body)
 		if err != nil {
@@ -68,4 +60,12 @@ func TestScriptsRememberedOutliveTheRequest(t *testing.T) {
 	if got, want := read(request("# other, this time!")), asyaruntime.NewScript("# other, this time!"); got != want {
 		t.Errorf("read %+v, want %+v", got, want)
 	}
+}
+
+// scriptRequest is a sync request whose runtime ConfigMap and pod
+// template both hold script, a JSON value.
+func scriptRequest(script string) []byte {
+	return []byte(`{"parent": {"apiVersion": "asya.sh/v1alpha1", "kind": "AsyncActor", "metadata": {"name": "a", "namespace": "n"}, "spec": {}},
+		"children": {"ConfigMap.v1": {"n/a-asya-runtime": {"metadata": {"name": "a-asya-runtime", "namespace": "n"}, "data": {"asya_runtime.py": ` + script + `}}},
+			"Deployment.apps/v1": {"n/a": {"metadata": {"name": "a"}, "spec": {"template": {"metadata": {"annotations": {"asya.sh/runtime-script": ` + script + `}}}}}}}}`)
 }
