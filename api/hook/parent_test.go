@@ -5,7 +5,10 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/google/go-cmp/cmp"
+
 	"github.com/asya-sh/asya-sync/api/flavor"
+	"github.com/asya-sh/asya-sync/api/v1alpha1"
 )
 
 // TestDecodeParentMergesFlavors: the spec every later step reads has the
@@ -62,5 +65,42 @@ func TestDecodeParentReadsPastManagedFields(t *testing.T) {
 	}
 	if _, _, err := DecodeParent(json.RawMessage(`{"apiVersion":"asya.sh/v1alpha1","kind":"AsyncActor","metadata":{"name":"a","managedFields":[}}`), nil); err == nil {
 		t.Error("managedFields that are not JSON: accepted")
+	}
+}
+
+// TestDecodeParentDecodesSpecsAsEncodingJSON: the spec, and a spec error's
+// message, are what encoding/json makes of the same bytes: field names
+// matched without case, the last of duplicate names taken, and a value
+// that does not decode reported in encoding/json's words, with the rest
+// of the spec kept as it decoded.
+func TestDecodeParentDecodesSpecsAsEncodingJSON(t *testing.T) {
+	for _, spec := range []string{
+		`{"actor":"a","image":"i:1","handler":"m.f","replicas":2}`,
+		`{"Actor":"a","IMAGE":"i:1","handler":"m.f","handler":"m.g"}`,
+		`{"transport":"rabbitmq","workload":{"template":{"spec":{"containers":[{"name":"asya-runtime","image":"i:1"}]}}}}`,
+		`{"actor":"a","image":"i:1","replicas":"two","handler":"m.f"}`,
+		`{"transport":"rabbitmq","workload":{"template":{"spec":{"containers":"none"}}},"timeout":{"processing":5}}`,
+		`{"actor":"a","resources":{"limits":{"memory":"lots"}}}`,
+		`["not","an","object"]`,
+	} {
+		t.Run(spec, func(t *testing.T) {
+			parent := `{"apiVersion":"asya.sh/v1alpha1","kind":"AsyncActor","metadata":{"name":"a","namespace":"ns"},"spec":` + spec + `}`
+			actor, specErr, err := DecodeParent(json.RawMessage(parent), nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var want v1alpha1.AsyncActorSpec
+			wantErr := json.Unmarshal([]byte(spec), &want)
+			want.AsyaGeneration = actor.Spec.AsyaGeneration
+			if diff := cmp.Diff(want.WithDefaults(), actor.Spec); diff != "" {
+				t.Errorf("spec differs from encoding/json's (-want +got):\n%s", diff)
+			}
+			switch {
+			case wantErr == nil && specErr != nil:
+				t.Errorf("spec error %q, encoding/json decodes it", specErr)
+			case wantErr != nil && (specErr == nil || specErr.Error() != "spec: "+wantErr.Error()):
+				t.Errorf("spec error %v, want %q", specErr, "spec: "+wantErr.Error())
+			}
+		})
 	}
 }

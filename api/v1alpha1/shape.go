@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+
+	jsonv1 "github.com/go-json-experiment/json/v1"
 )
 
 // Generation is the Asya generation an actor is written for. The shape of
@@ -65,7 +67,7 @@ func FlatFields() []string { return append(slices.Clone(flatFields), sharedField
 // spec that mixes the two shapes, naming the fields of each.
 func ShapeOf(spec json.RawMessage) (Generation, error) {
 	var top map[string]json.RawMessage
-	if err := json.Unmarshal(spec, &top); err != nil {
+	if err := jsonv1.Unmarshal(spec, &top); err != nil {
 		return Nested, err
 	}
 	scaling := object(top["scaling"]) // a bad scaling fails the decode itself
@@ -114,7 +116,7 @@ func has(m map[string]json.RawMessage, path string) bool {
 // object is raw decoded one level deep, or nil when it is not an object.
 func object(raw json.RawMessage) map[string]json.RawMessage {
 	var m map[string]json.RawMessage
-	if json.Unmarshal(raw, &m) != nil {
+	if jsonv1.Unmarshal(raw, &m) != nil {
 		return nil
 	}
 	return m
