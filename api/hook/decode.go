@@ -1,6 +1,7 @@
 package hook
 
 import (
+	"encoding/json"
 	"fmt"
 	"time"
 
@@ -17,9 +18,9 @@ import (
 // encoding/json it matches field names exactly and refuses invalid UTF-8,
 // which the API server never produces. Duplicate names are taken, the
 // last winning, as encoding/json takes them: Metacontroller marshals maps
-// and cannot send any, and looking for them cost a twelfth of a sync. The
-// parent's spec stays on encoding/json: its errors are shown to users in
-// the actor's status.
+// and cannot send any, and looking for them cost a twelfth of a sync.
+// Specs are decoded with encoding/json's semantics (unmarshalSpec): a
+// spec's errors are shown to users in the actor's status.
 func unmarshal(data []byte, into any) error {
 	return jsonv2.Unmarshal(data, into, readTimes, jsontext.AllowDuplicateNames(true))
 }
@@ -54,6 +55,18 @@ func readTime(dec *jsontext.Decoder, t *metav1.Time) error {
 // case, duplicate names and invalid UTF-8 accepted), on the v2
 // implementation: the parent's metadata and status in half the time.
 func unmarshalV1(data []byte, into any) error { return jsonv1.Unmarshal(data, into) }
+
+// unmarshalSpec decodes an actor's spec as encoding/json does. What the v1
+// decoder refuses is decoded again by encoding/json itself: its message is
+// the one users read in the status, and its partial result is what the
+// actor keeps.
+func unmarshalSpec[T any](data []byte, into *T) error {
+	if unmarshalV1(data, into) == nil {
+		return nil
+	}
+	*into = *new(T)
+	return json.Unmarshal(data, into)
+}
 
 // skipped is a member no view reads, read past as one value, which checks
 // it as skipping does (syntax, UTF-8) a fifth faster: the

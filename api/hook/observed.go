@@ -95,7 +95,7 @@ func (r *RelatedActor) decoded() *v1alpha1.AsyncActor {
 		Transport string `json:"transport"`
 		Actor     string `json:"actor"`
 	}
-	_ = json.Unmarshal(r.Spec, &claim) // decodes what it can; a field that does not is the empty string
+	_ = unmarshalSpec(r.Spec, &claim)  // decodes what it can; a field that does not is the empty string
 	gen, _ := v1alpha1.ShapeOf(r.Spec) // a spec that mixes shapes claims as a nested one, as it did before
 	return &v1alpha1.AsyncActor{ObjectMeta: r.Metadata.objectMeta(), Spec: v1alpha1.AsyncActorSpec{
 		Transport: claim.Transport, CurrentSpec: v1alpha1.CurrentSpec{Actor: claim.Actor}, AsyaGeneration: gen}}

@@ -79,17 +79,11 @@ func decodeSpec(raw json.RawMessage, found flavor.Found, spec *v1alpha1.AsyncAct
 	return nil
 }
 
-// decodeShaped decodes a spec and tells its generation. A spec that does
-// not decode is decoded again by encoding/json, whose message users read in
-// the status and whose partial result the actor keeps, as before the
-// faster decoder took the specs that do.
+// decodeShaped decodes a spec and tells its generation.
 func decodeShaped(raw json.RawMessage, spec *v1alpha1.AsyncActorSpec) error {
 	gen, shapeErr := v1alpha1.ShapeOf(raw)
-	if unmarshalV1(raw, spec) != nil {
-		*spec = v1alpha1.AsyncActorSpec{}
-		if err := json.Unmarshal(raw, spec); err != nil {
-			return fmt.Errorf("spec: %w", err)
-		}
+	if err := unmarshalSpec(raw, spec); err != nil {
+		return fmt.Errorf("spec: %w", err)
 	}
 	spec.AsyaGeneration = gen
 	return shapeErr

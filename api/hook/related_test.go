@@ -22,6 +22,7 @@ func TestRelatedActorsDecodeTheirClaim(t *testing.T) {
 			"spec": {"actor": "doubler", "image": "i", "handler": "h.f"}},
 		"n/no-actor": {"metadata": {"name": "no-actor", "namespace": "n"}, "spec": {"image": "i", "handler": "h.f"}},
 		"n/bad-env": {"metadata": {"name": "bad-env", "namespace": "n"}, "spec": {"actor": "tripler", "transport": "sqs", "env": "not a list"}},
+		"n/bad-transport": {"metadata": {"name": "bad-transport", "namespace": "n"}, "spec": {"transport": 5, "actor": "quadrupler"}},
 		"n/mixed": {"metadata": {"name": "mixed", "namespace": "n"}, "spec": {"actor": "x", "workload": {}}}
 	}}}`)
 	req, err := DecodeSyncRequest(body)
@@ -42,6 +43,7 @@ func TestRelatedActorsDecodeTheirClaim(t *testing.T) {
 	}
 	want := []claim{
 		{Name: "bad-env", Transport: "sqs", QueueActor: "tripler", Scoped: true},
+		{Name: "bad-transport", QueueActor: "quadrupler", Scoped: true},
 		{Name: "flat", UID: "u2", QueueActor: "doubler", Scoped: true, Terminating: true},
 		{Name: "mixed", QueueActor: "mixed"}, // mixes shapes: claims as a nested actor, as before
 		{Name: "nested", UID: "u1", Transport: "mq", QueueActor: "nested", Created: true},
