@@ -66,6 +66,8 @@ func FlatFields() []string { return append(slices.Clone(flatFields), sharedField
 // ShapeOf tells the generation of a spec from its fields, and refuses a
 // spec that mixes the two shapes, naming the fields of each.
 func ShapeOf(spec json.RawMessage) (Generation, error) {
+	// Read as encoding/json reads it, on its faster v2 implementation: a
+	// spec is read on every sync, and its errors are the decode's to tell.
 	var top map[string]json.RawMessage
 	if err := jsonv1.Unmarshal(spec, &top); err != nil {
 		return Nested, err
