@@ -231,11 +231,10 @@ func (a *assessment) valid() bool {
 // gone, garbage collection removes them through their owner references,
 // which spares Metacontroller a delete per child); else the ones built
 // from the spec.
-func (a *assessment) children() ([]map[string]any, error) {
+func (a *assessment) children() ([]hook.Child, error) {
 	if !a.req.Finalizing && a.valid() {
-		built, err := a.built()
-		if err != nil || a.valid() {
-			return built, err
+		if built := a.built(); a.valid() {
+			return built, nil
 		}
 	}
 	return keepObserved(a.req)
@@ -244,30 +243,26 @@ func (a *assessment) children() ([]map[string]any, error) {
 // built builds the children of a valid spec. What Metacontroller's apply
 // would change (two entries of a list sharing their merge key) or KEDA's
 // webhook would refuse is added to the problems: the spec is then invalid.
-func (a *assessment) built() ([]map[string]any, error) {
+func (a *assessment) built() []hook.Child {
 	objs := children.Build(a.build, a.given)
-	out := make([]map[string]any, 0, len(objs))
+	out := make([]hook.Child, 0, len(objs))
 	for _, obj := range objs {
-		m, err := hook.Child(obj)
-		if err != nil {
-			return nil, err
-		}
-		a.problems = append(a.problems, mergeProblems(a.actor.Spec, obj, m)...)
+		a.problems = append(a.problems, mergeProblems(a.actor.Spec, obj)...)
 		if so, ok := obj.(*kedav1alpha1.ScaledObject); ok {
 			a.problems = append(a.problems, kedaProblems(a.actor.Spec, so)...)
 		}
-		out = append(out, m)
+		out = append(out, hook.Built(obj))
 	}
-	return out, nil
+	return out
 }
 
 // mergeProblems describes the lists of a child whose entries would collide
 // under Metacontroller's apply, naming the actor's field where the child's
 // is the actor's pod template (only workloads have spec.template), as the
 // spec's shape writes it.
-func mergeProblems(spec v1alpha1.AsyncActorSpec, obj children.Object, m map[string]any) []string {
+func mergeProblems(spec v1alpha1.AsyncActorSpec, obj children.Object) []string {
 	var problems []string
-	for _, c := range dynamicapply.Collisions(m) {
+	for _, c := range dynamicapply.Collisions(obj) {
 		if path, ok := strings.CutPrefix(c.Path, "spec.template."); ok {
 			list := podTemplate + "." + path
 			c.Path = spec.FieldPath(list, fmt.Sprintf("%s[%s=%s]", list, c.Key, keyValue(c.First, c.Key)))
@@ -280,8 +275,8 @@ func mergeProblems(spec v1alpha1.AsyncActorSpec, obj children.Object, m map[stri
 }
 
 // keyValue is the value of an entry's merge key, as a path names it.
-func keyValue(entry any, key string) string {
-	v := entry.(map[string]any)[key]
+func keyValue(entry map[string]any, key string) string {
+	v := entry[key]
 	if s, ok := v.(string); ok {
 		return s
 	}
@@ -292,7 +287,7 @@ func keyValue(entry any, key string) string {
 // minFinalizeResync paces finalize retries while the queue cannot be released.
 const minFinalizeResync = 5 * time.Second
 
-func (a *assessment) response(kids []map[string]any, result status.Result) *hook.Response {
+func (a *assessment) response(kids []hook.Child, result status.Result) *hook.Response {
 	resp := &hook.Response{Status: &result.Status, Children: kids}
 	switch {
 	case a.req.Finalizing && a.queue.Ready:

@@ -59,7 +59,7 @@ func TestFinalizeGolden(t *testing.T) {
 			if err != nil {
 				t.Fatalf("finalize: %v", err)
 			}
-			golden.JSON(t, filepath.Join(dir, "response.json"), resp)
+			golden.JSON(t, filepath.Join(dir, "response.json"), withChildObjects(t, resp))
 			golden.JSON(t, filepath.Join(dir, "calls.json"), broker.Calls())
 		})
 	}

@@ -50,7 +50,7 @@ func TestGolden(t *testing.T) {
 			if err != nil {
 				t.Fatalf("sync: %v", err)
 			}
-			golden.JSON(t, filepath.Join(dir, "response.json"), resp)
+			golden.JSON(t, filepath.Join(dir, "response.json"), withChildObjects(t, resp))
 			golden.JSON(t, filepath.Join(dir, "calls.json"), h.Transports.(*scripted.Broker).Calls())
 		})
 	}
@@ -189,6 +189,26 @@ func withStatus(t *testing.T, req *hook.SyncRequest, status any) {
 	if req.Actor, req.SpecError, err = hook.DecodeParent(parent, req.Related.FoundFlavors()); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// withChildObjects is resp with its children as JSON objects, their
+// members sorted as the golden files keep them. A child is written in
+// the order of its Go fields: each must be written as its object.
+func withChildObjects(t *testing.T, resp *hook.Response) *hook.Response {
+	t.Helper()
+	out := *resp
+	out.Children = make([]hook.Child, len(resp.Children))
+	for i, c := range resp.Children {
+		obj, err := c.Object()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if diff := cmp.Diff(asJSON(t, obj), asJSON(t, c)); diff != "" {
+			t.Errorf("child %d is written otherwise than its object (-object +written):\n%s", i, diff)
+		}
+		out.Children[i] = hook.Kept(obj)
+	}
+	return &out
 }
 
 // asJSON normalizes a value to its JSON form for comparison.

@@ -186,14 +186,14 @@ const AnnotationLastApplied = "metacontroller.k8s.io/last-applied-configuration"
 
 // keepObserved answers with every observed child as it was last applied,
 // so an invalid spec or a finalize changes and deletes nothing.
-func keepObserved(req *hook.SyncRequest) ([]map[string]any, error) {
+func keepObserved(req *hook.SyncRequest) ([]hook.Child, error) {
 	observed, err := req.KeptChildren()
 	if err != nil {
 		return nil, err
 	}
-	out := make([]map[string]any, 0, len(observed))
+	out := make([]hook.Child, 0, len(observed))
 	for _, child := range observed {
-		out = append(out, lastApplied(child))
+		out = append(out, hook.Kept(lastApplied(child)))
 	}
 	return out, nil
 }

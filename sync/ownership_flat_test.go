@@ -65,8 +65,8 @@ func wantHeld(t *testing.T, resp *hook.Response, a flatActor, owner string) {
 		t.Fatalf("%s/%s: status %q, TransportReady %+v; want TransportError, QueueConflict naming %s",
 			a.namespace, a.actor, resp.Status.Status, c, owner)
 	}
-	for _, child := range resp.Children {
-		if child["kind"] == "Deployment" {
+	for _, c := range resp.Children {
+		if child, _ := c.Object(); child["kind"] == "Deployment" {
 			if replicas := child["spec"].(map[string]any)["replicas"]; replicas != int64(0) && replicas != float64(0) {
 				t.Errorf("%s/%s: Deployment replicas %v, want 0", a.namespace, a.actor, replicas)
 			}

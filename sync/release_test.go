@@ -89,7 +89,7 @@ func TestFinalizeDoesNotWaitForChildren(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := []map[string]any{{"apiVersion": "apps/v1", "kind": "Deployment", "metadata": map[string]any{"name": "x", "namespace": "ml"}}}
-	if !resp.Finalized || resp.ResyncAfterSeconds != 0 || !cmp.Equal(resp.Children, want) {
+	if !resp.Finalized || resp.ResyncAfterSeconds != 0 || !cmp.Equal(asJSON(t, resp.Children), asJSON(t, want)) {
 		t.Errorf("finalized=%v resync=%v children=%v, want finalized with no resync and the child as last applied",
 			resp.Finalized, resp.ResyncAfterSeconds, resp.Children)
 	}

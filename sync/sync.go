@@ -109,16 +109,20 @@ func (h *Handler) Render(actor *v1alpha1.AsyncActor) ([]map[string]any, error) {
 	if !a.found {
 		return nil, fmt.Errorf("%s/%s: %s", actor.Namespace, actor.Name, a.queue.Message)
 	}
-	var kids []map[string]any
-	var err error
+	var built []hook.Child
 	if a.valid() {
-		kids, err = a.built() // which may find more problems
+		built = a.built() // which may find more problems
 	}
-	switch {
-	case err != nil:
-		return nil, err
-	case !a.valid():
+	if !a.valid() {
 		return nil, fmt.Errorf("%s/%s: invalid spec: %s", actor.Namespace, actor.Name, strings.Join(a.problems, "; "))
+	}
+	kids := make([]map[string]any, len(built))
+	for i, c := range built {
+		m, err := c.Object()
+		if err != nil {
+			return nil, err
+		}
+		kids[i] = m
 	}
 	return kids, nil
 }

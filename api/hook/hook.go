@@ -8,8 +8,6 @@ import (
 	"errors"
 	"fmt"
 
-	"k8s.io/apimachinery/pkg/runtime"
-
 	"github.com/asya-sh/asya-sync/api/v1alpha1"
 )
 
@@ -17,7 +15,7 @@ import (
 // null: an absent list would delete every child.
 type Response struct {
 	Status             *v1alpha1.AsyncActorStatus `json:"status"`
-	Children           []map[string]any           `json:"children"`
+	Children           []Child                    `json:"children"`
 	ResyncAfterSeconds float64                    `json:"resyncAfterSeconds,omitempty"`
 	Finalized          bool                       `json:"finalized,omitempty"`
 }
@@ -74,31 +72,4 @@ func decodeObject(body []byte, into any) error {
 		return fmt.Errorf("invalid request JSON: %w", err)
 	}
 	return nil
-}
-
-// Child renders a desired child the way kubectl apply input looks: no
-// status and no server-set metadata.
-func Child(obj runtime.Object) (map[string]any, error) {
-	m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(obj)
-	if err != nil {
-		return nil, err
-	}
-	withoutServerFields(m)
-	// A StatefulSet's claim templates are objects of their own.
-	if spec, ok := m["spec"].(map[string]any); ok {
-		claims, _ := spec["volumeClaimTemplates"].([]any)
-		for _, c := range claims {
-			if claim, ok := c.(map[string]any); ok {
-				withoutServerFields(claim)
-			}
-		}
-	}
-	return m, nil
-}
-
-func withoutServerFields(m map[string]any) {
-	delete(m, "status")
-	if meta, ok := m["metadata"].(map[string]any); ok {
-		delete(meta, "creationTimestamp")
-	}
 }

@@ -112,8 +112,8 @@ func pinnedBody(b testing.TB) []byte {
 		b.Fatal(err)
 	}
 	var hash string
-	for _, child := range out.body.(*hook.Response).Children {
-		if child["kind"] == "Deployment" {
+	for _, c := range out.body.(*hook.Response).Children {
+		if child, _ := c.Object(); child["kind"] == "Deployment" {
 			meta := child["metadata"].(map[string]any)
 			hash = meta["annotations"].(map[string]any)[children.AnnotationTemplateHash].(string)
 		}

@@ -8,12 +8,7 @@
 package dynamicapply
 
 import (
-	"encoding/json"
-	"fmt"
 	"reflect"
-	"slices"
-	"strconv"
-	"strings"
 
 	"k8s.io/apimachinery/pkg/runtime"
 )
@@ -61,112 +56,7 @@ func allHave(key string, lists [][]any) bool {
 
 // keyOf is an item's merge key value as a map key.
 func keyOf(item any, key string) string {
-	switch v := item.(map[string]any)[key].(type) {
-	case string:
-		return v
-	case int64:
-		return strconv.FormatInt(v, 10)
-	default:
-		b, _ := json.Marshal(v)
-		return string(b)
-	}
-}
-
-// Collision is a list of objects in which two items share the value of
-// the key the list is merged by.
-type Collision struct {
-	Path          string // where the list is, e.g. spec.template.spec.containers[name=app].ports
-	Key           string // the merge key, e.g. containerPort
-	First, Second any    // the two items
-}
-
-func (c Collision) String() string {
-	first, _ := json.Marshal(c.First)
-	second, _ := json.Marshal(c.Second)
-	value, _ := json.Marshal(c.First.(map[string]any)[c.Key])
-	return fmt.Sprintf("%s: entries %s and %s share %s %s, and Metacontroller's apply would merge them into one",
-		c.Path, first, second, c.Key, value)
-}
-
-// Collisions lists every list of objects in obj whose items would collide
-// under the merge, sorted by path. It runs on every child of every sync,
-// so it builds a path only for a collision.
-func Collisions(obj map[string]any) []Collision {
-	w := walker{}
-	w.walk(obj)
-	slices.SortFunc(w.found, func(a, b Collision) int { return strings.Compare(a.Path, b.Path) })
-	return w.found
-}
-
-// walker holds the path to where it is, formatted only for a collision.
-type walker struct {
-	path  []segment
-	found []Collision
-}
-
-// segment is a field name, or a list item: by its merge key's value in a
-// list merged by key, else by index.
-type segment struct {
-	field, key, value string
-	index             int
-}
-
-func (w *walker) walk(v any) {
-	switch v := v.(type) {
-	case map[string]any:
-		for k, x := range v {
-			switch x.(type) {
-			case map[string]any, []any:
-				w.path = append(w.path, segment{field: k})
-				w.walk(x)
-				w.path = w.path[:len(w.path)-1]
-			}
-		}
-	case []any:
-		key := MergeKey(v)
-		for i, it := range v {
-			if _, ok := it.(map[string]any); !ok {
-				continue
-			}
-			seg := segment{index: i}
-			if key != "" {
-				seg.key, seg.value = key, keyOf(it, key)
-				w.checkBefore(v, i, key, seg.value)
-			}
-			w.path = append(w.path, seg)
-			w.walk(it)
-			w.path = w.path[:len(w.path)-1]
-		}
-	}
-}
-
-// checkBefore records item i of list when an earlier item has its key
-// value (the first such item only). Lists in pod specs are short:
-// comparing beats building a set.
-func (w *walker) checkBefore(list []any, i int, key, value string) {
-	for j := 0; j < i; j++ {
-		if keyOf(list[j], key) == value {
-			w.found = append(w.found, Collision{Path: w.pathString(), Key: key, First: list[j], Second: list[i]})
-			return
-		}
-	}
-}
-
-func (w *walker) pathString() string {
-	var b strings.Builder
-	for i, s := range w.path {
-		switch {
-		case s.field != "" && i > 0:
-			b.WriteString("." + s.field)
-		case s.field != "":
-			b.WriteString(s.field)
-		case s.key != "":
-			b.WriteString("[" + s.key + "=" + s.value + "]")
-		default:
-			b.WriteString("[" + strconv.Itoa(s.index) + "]")
-		}
-	}
-	return b.String()
+	return keyString(reflect.ValueOf(item.(map[string]any)[key]))
 }
 
 // Merge returns observed updated the way Metacontroller updates a child:
