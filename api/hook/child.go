@@ -57,11 +57,11 @@ func withoutServerFields(m map[string]any) {
 	}
 }
 
-// MarshalJSONTo writes the child: a built one from its Go types, as
-// encoding/json writes them but without the status, which is what Object
-// holds in a third of the time, without building it
-// (docs/performance.md#children-written-from-their-go-types). Its members
-// come in the order of the Go fields, not sorted.
+// MarshalJSONTo writes the child. A built one is written from its Go
+// types, as encoding/json writes them but without the status: the
+// members Object has, without building them, in about a third of the time
+// (docs/performance.md#children-written-from-their-go-types), in the
+// order of the Go fields rather than sorted.
 func (c Child) MarshalJSONTo(enc *jsontext.Encoder) error {
 	if c.built == nil {
 		return jsonv2.MarshalEncode(enc, c.kept)
