@@ -90,9 +90,7 @@ func hasOpt(opts, opt string) bool {
 	return false
 }
 
-func embedsStruct(t reflect.Type) bool {
-	return deref(t).Kind() == reflect.Struct && !Of(deref(t)).Marshals
-}
+func embedsStruct(t reflect.Type) bool { return deref(t).Kind() == reflect.Struct }
 
 func deref(t reflect.Type) reflect.Type {
 	for t.Kind() == reflect.Pointer {
