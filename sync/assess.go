@@ -1,7 +1,6 @@
 package sync
 
 import (
-	"encoding/json"
 	"fmt"
 	"math"
 	"strings"
@@ -265,23 +264,13 @@ func mergeProblems(spec v1alpha1.AsyncActorSpec, obj children.Object) []string {
 	for _, c := range dynamicapply.Collisions(obj) {
 		if path, ok := strings.CutPrefix(c.Path, "spec.template."); ok {
 			list := podTemplate + "." + path
-			c.Path = spec.FieldPath(list, fmt.Sprintf("%s[%s=%s]", list, c.Key, keyValue(c.First, c.Key)))
+			c.Path = spec.FieldPath(list, fmt.Sprintf("%s[%s=%s]", list, c.Key, c.Value))
 		} else {
 			c.Path = fmt.Sprintf("%s %s: %s", obj.GetObjectKind().GroupVersionKind().Kind, obj.GetName(), c.Path)
 		}
 		problems = append(problems, c.String())
 	}
 	return problems
-}
-
-// keyValue is the value of an entry's merge key, as a path names it.
-func keyValue(entry map[string]any, key string) string {
-	v := entry[key]
-	if s, ok := v.(string); ok {
-		return s
-	}
-	b, _ := json.Marshal(v)
-	return string(b)
 }
 
 // minFinalizeResync paces finalize retries while the queue cannot be released.

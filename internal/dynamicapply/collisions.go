@@ -16,6 +16,7 @@ import (
 type Collision struct {
 	Path          string         // where the list is, e.g. spec.template.spec.containers[name=app].ports
 	Key           string         // the merge key, e.g. containerPort
+	Value         string         // the key's value the two items share, as a path names it
 	First, Second map[string]any // the two items, as JSON objects
 }
 
@@ -74,14 +75,16 @@ func (w *walker) list(l reflect.Value) {
 		items[i], _ = asObject(l.Index(i))
 	}
 	key := listKey(items)
+	values := make([]string, len(items))
 	for i, it := range items {
 		if !it.v.IsValid() {
 			continue
 		}
 		seg := segment{index: i}
 		if key != "" {
-			seg.key, seg.value = key, keyString(it.member(key))
-			w.checkBefore(items, i, key, seg.value)
+			values[i] = keyString(it.member(key))
+			seg.key, seg.value = key, values[i]
+			w.checkBefore(items, values, i, key)
 		}
 		w.path = append(w.path, seg)
 		it.each(w.field)
@@ -92,13 +95,10 @@ func (w *walker) list(l reflect.Value) {
 // checkBefore records item i of a list when an earlier item has its key
 // value (the first such item only). Lists in pod specs are short:
 // comparing beats building a set.
-func (w *walker) checkBefore(items []object, i int, key, value string) {
-	for j := range i {
-		if keyString(items[j].member(key)) == value {
-			w.found = append(w.found, Collision{Path: w.pathString(), Key: key,
-				First: asJSONObject(items[j].v), Second: asJSONObject(items[i].v)})
-			return
-		}
+func (w *walker) checkBefore(items []object, values []string, i int, key string) {
+	if j := slices.Index(values[:i], values[i]); j >= 0 {
+		w.found = append(w.found, Collision{Path: w.pathString(), Key: key, Value: values[i],
+			First: asJSONObject(items[j].v), Second: asJSONObject(items[i].v)})
 	}
 }
 

@@ -23,35 +23,14 @@ var MergeKeys = []string{"containerPort", "port", "mountPath", "name", "uid", "i
 // object, or no conventional key that every item has. Empty lists do not
 // decide.
 func MergeKey(lists ...[]any) string {
-	n := 0
+	var items []object
 	for _, l := range lists {
 		for _, it := range l {
-			if _, ok := it.(map[string]any); !ok {
-				return ""
-			}
-			n++
+			o, _ := asObject(reflect.ValueOf(it))
+			items = append(items, o)
 		}
 	}
-	if n == 0 {
-		return ""
-	}
-	for _, k := range MergeKeys {
-		if allHave(k, lists) {
-			return k
-		}
-	}
-	return ""
-}
-
-func allHave(key string, lists [][]any) bool {
-	for _, l := range lists {
-		for _, it := range l {
-			if _, ok := it.(map[string]any)[key]; !ok {
-				return false
-			}
-		}
-	}
-	return true
+	return listKey(items)
 }
 
 // keyOf is an item's merge key value as a map key.
