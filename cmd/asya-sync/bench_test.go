@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	jsonv2 "github.com/go-json-experiment/json"
+	"github.com/go-json-experiment/json/jsontext"
 	"github.com/rs/zerolog"
 
 	"github.com/asya-sh/asya-sync/api/hook"
@@ -65,6 +67,37 @@ func BenchmarkJSONValid(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkDecode splits the sync's largest part: the hook's decode of
+// the realistic request against the decoder's own floor, every value of
+// the same bytes read and skipped with nothing built
+// (docs/performance.md#measured-what-is-left-above-the-floors).
+func BenchmarkDecode(b *testing.B) {
+	body := benchBody(b, "realistic")
+	decodes := []struct {
+		name   string
+		decode func() error
+	}{
+		{"read only", func() error { return jsonv2.Unmarshal(body, new(readOnly), jsontext.AllowDuplicateNames(true)) }},
+		{"hook", func() error { _, err := hook.DecodeSyncRequest(body); return err }},
+	}
+	for _, d := range decodes {
+		b.Run(d.name, func(b *testing.B) {
+			b.SetBytes(int64(len(body)))
+			b.ReportAllocs()
+			for b.Loop() {
+				if err := d.decode(); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
+
+// readOnly reads a value and builds nothing of it.
+type readOnly struct{}
+
+func (*readOnly) UnmarshalJSONFrom(dec *jsontext.Decoder) error { return dec.SkipValue() }
 
 // BenchmarkSync runs the whole hook in process: decode, validate, children,
 // status and the encoded answer, everything but the HTTP transfer. Its
