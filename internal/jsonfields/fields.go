@@ -36,7 +36,7 @@ func Of(t reflect.Type) *Type {
 	if c, ok := cache.Load(t); ok {
 		return c.(*Type)
 	}
-	c := &Type{Marshals: t.Implements(marshalerType) || reflect.PointerTo(t).Implements(marshalerType)}
+	c := &Type{Marshals: marshals(t)}
 	if t.Kind() == reflect.Struct && !c.Marshals {
 		c.Fields = add(nil, t, nil)
 	}
@@ -81,6 +81,11 @@ func (f Field) Value(v reflect.Value) (reflect.Value, bool) {
 
 var marshalerType = reflect.TypeFor[json.Marshaler]()
 
+// marshals: values of type t write their own JSON.
+func marshals(t reflect.Type) bool {
+	return t.Implements(marshalerType) || reflect.PointerTo(t).Implements(marshalerType)
+}
+
 func hasOpt(opts, opt string) bool {
 	for o := range strings.SplitSeq(opts, ",") {
 		if o == opt {
@@ -99,10 +104,11 @@ func deref(t reflect.Type) reflect.Type {
 	return t
 }
 
-// nests: a value of type t can hold a JSON object or list.
+// nests: a value of type t can hold a JSON object or list. It reads t
+// alone, not t's fields, so that a type holding itself ends.
 func nests(t reflect.Type) bool {
 	t = deref(t)
-	if Of(t).Marshals {
+	if marshals(t) {
 		return false
 	}
 	switch t.Kind() {

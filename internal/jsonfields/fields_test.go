@@ -108,3 +108,22 @@ func TestMarshals(t *testing.T) {
 		}
 	}
 }
+
+// node holds itself, as JSON schema types do.
+type node struct {
+	Name string `json:"name"`
+	Next *node  `json:"next,omitempty"`
+}
+
+// TestTypeHoldingItself: the fields of a type that holds itself are read
+// once, without reading that type again.
+func TestTypeHoldingItself(t *testing.T) {
+	fields := Of(reflect.TypeFor[node]()).Fields
+	var got []string
+	for _, f := range fields {
+		got = append(got, f.Name)
+	}
+	if want := []string{"name", "next"}; !slices.Equal(got, want) || !fields[1].Nested {
+		t.Errorf("fields %v (next nested: %v), want %v with next nested", got, len(fields) > 1 && fields[1].Nested, want)
+	}
+}
