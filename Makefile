@@ -1,6 +1,6 @@
 # The tier a change must pass: unit, golden and integration tests (with the
 # brokers started by .ci/services.sh), the alerting rules' promtool tests,
-# the runtime's own tests, and vet.
+# the runtime's own tests, actionlint on the GitHub workflows, and vet.
 GO ?= go
 # The build's identity, printed by `asya-sync version` and logged at startup.
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo devel)
@@ -8,7 +8,7 @@ COMMIT ?= $(shell git rev-parse HEAD 2>/dev/null || echo unknown)
 LDFLAGS := -s -w -X github.com/asya-sh/asya-sync/internal/version.version=$(VERSION) \
 	-X github.com/asya-sh/asya-sync/internal/version.commit=$(COMMIT)
 
-.PHONY: run test services rules vet unit runtime-test runtime-upstream-test e2e build bench
+.PHONY: run test services services-stop rules workflows vet unit runtime-test runtime-upstream-test e2e build image bench version
 
 run:
 	$(GO) run ./cmd/asya-sync render -f examples/flat-actor.yaml --config examples/config.yaml
@@ -16,12 +16,31 @@ run:
 build:
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags="$(LDFLAGS)" -o bin/asya-sync ./cmd/asya-sync
 
+# The release image, offline and reproducible (build/image): the binary of
+# `build` for each platform, on no base image, as an OCI layout
+# (.cache/image/oci), an OCI archive (.cache/image/asya-sync.oci.tar) and the
+# digests (.cache/image/digests), named ghcr.io/asya-sh/asya-sync:<appVersion>.
+# Its time is SOURCE_DATE_EPOCH, by default the HEAD commit's.
+IMAGE_PLATFORMS ?= linux/amd64,linux/arm64
+image:
+	$(GO) run ./build/image --platforms $(IMAGE_PLATFORMS) --version $(VERSION) --commit $(COMMIT) --out .cache/image
+
 services:
 	bash .ci/services.sh
+
+# Stops the brokers `make test` started (RabbitMQ, the SQS and Pub/Sub
+# emulators), which it leaves running for the next run.
+services-stop:
+	bash .ci/services.sh stop
 
 # promtool check/test of the chart's alerting rules (installs promtool).
 rules:
 	bash .ci/rules.sh
+
+# actionlint, with shellcheck, over .github/workflows/ (builds actionlint,
+# installs shellcheck).
+workflows:
+	bash .ci/workflows.sh
 
 vet:
 	$(GO) vet ./...
@@ -58,7 +77,7 @@ runtime-upstream-test:
 	cd "$$tmp" && env -u ASYA_HANDLER -u ASYA_ENABLE_VALIDATION -u ASYA_SOCKET_CHMOD \
 	  $(UPSTREAM_PYTHON) -m pytest -p no:cacheprovider -q $(UPSTREAM_NOT_APPLICABLE) tests
 
-test: services rules vet unit runtime-test
+test: services rules workflows vet unit runtime-test
 
 e2e:
 	bash .ci/e2e.sh
@@ -67,3 +86,9 @@ e2e:
 # bytes, then asya-sync serve under 8 concurrent clients (docs/performance.md).
 bench: services
 	GO=$(GO) bash .ci/bench.sh
+
+# make version V=X.Y.Z: the version everywhere it is spelled (chart/Chart.yaml,
+# manifests/, CHANGELOG.md, the documents); a tag vX.Y.Z then releases it.
+version:
+	@test -n "$(V)" || { echo "usage: make version V=X.Y.Z"; exit 2; }
+	bash .ci/release.sh version $(V)

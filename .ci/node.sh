@@ -1,8 +1,9 @@
 # The node tier's pieces, sourced by .ci/e2e.sh: containerd built from its
 # module at a pinned version, runc and the CNI plugins from Debian, and the
 # images the pods run, written as docker-archive tarballs without a
-# registry or a Docker engine. The kubelet, kube-proxy and the scheduler are
-# built with the other Kubernetes tools (e2e/tools).
+# registry or a Docker engine, except asya-sync's: the release image the
+# image step built (make image), as it is. The kubelet, kube-proxy and the
+# scheduler are built with the other Kubernetes tools (e2e/tools).
 #
 # Needs: root (containerd, runc and the kubelet), cgroups, and Debian's
 # apt for runc, containernetworking-plugins, debootstrap and nftables.
@@ -112,16 +113,6 @@ go_static() {
   CGO_ENABLED=0 go build -trimpath -ldflags=-s -o "$2" "$1" || missing "could not build $1"
 }
 
-# passwd_files DIR: /etc/passwd and /etc/group with root and nonroot
-# (65532, as distroless has it), and the host's CA bundle.
-passwd_files() {
-  mkdir -p "$1/etc/ssl/certs"
-  printf 'root:x:0:0:root:/root:/sbin/nologin\nnonroot:x:65532:65532:nonroot:/home/nonroot:/sbin/nologin\n' >"$1/etc/passwd"
-  printf 'root:x:0:\nnonroot:x:65532:\n' >"$1/etc/group"
-  [ -f /etc/ssl/certs/ca-certificates.crt ] && cp /etc/ssl/certs/ca-certificates.crt "$1/etc/ssl/certs/"
-  return 0
-}
-
 # quickstart_*: the images the README's quick start names, which the
 # node tier runs as printed: the example actor's Python image, the chart's
 # default asya-sync image, the sidecar of examples/values-rabbitmq.yaml and
@@ -150,8 +141,8 @@ quickstart_sidecar() {
 #   sidecar    the test sidecar (e2e/sidecar)
 #   state-connector  Debian's python3 with the test state connector
 #              (e2e/connector), which keeps a state proxy's files in Redis
-#   asya-sync  the binary check_image_build made, laid out as the Dockerfile does,
-#              and asya-sync:e2e-next, the same with another runtime script
+#   asya-sync  the release image (asya_sync_images), and asya-sync:e2e-next,
+#              the same with another runtime script
 build_node_images() {
   local images=$NODE_CACHE/images d start=$SECONDS
   mkdir -p "$images"
@@ -185,23 +176,43 @@ build_node_images() {
   layer_of "$d" "$SCRATCH/sidecar.tar"
   image_archive "$images/sidecar.tar" "e2e.local/sidecar:e2e $(quickstart_sidecar)" '{"Entrypoint":["/asya-sidecar"],"User":"1000:1000"}' "$SCRATCH/sidecar.tar"
 
-  # The Dockerfile's final stage: the static binary at /asya-sync on a
-  # distroless-like base, user nonroot, the same entrypoint and command.
-  d=$SCRATCH/asya-sync && mkdir -p "$d"
-  cp "$ROOT/.cache/e2e/asya-sync" "$d/asya-sync"
-  passwd_files "$d"
-  layer_of "$d" "$SCRATCH/asya-sync.tar"
-  local service_config='{"Entrypoint":["/asya-sync","serve"],"Cmd":["--config","/etc/asya-sync/config/config.yaml","--listen",":8080"],"User":"nonroot:nonroot","ExposedPorts":{"8080/tcp":{}}}'
-  image_archive "$images/asya-sync.tar" "e2e.local/asya-sync:e2e $(quickstart_service)" "$service_config" "$SCRATCH/asya-sync.tar"
-  # The same service with another runtime script, as its next release
-  # would embed one; the tests point ASYA_RUNTIME_SCRIPT_PATH at it.
-  d=$SCRATCH/asya-sync-next && mkdir -p "$d/e2e"
-  { cat runtime/asya_runtime.py; echo "# e2e: the next release's runtime"; } >"$d/e2e/asya_runtime.py"
-  layer_of "$d" "$SCRATCH/asya-sync-next.tar"
-  image_archive "$images/asya-sync-next.tar" e2e.local/asya-sync:e2e-next "$service_config" \
-    "$SCRATCH/asya-sync.tar" "$SCRATCH/asya-sync-next.tar"
+  asya_sync_images "$images"
   export ASYA_E2E_NODE_IMAGES=$images
   log "node images written in $((SECONDS - start))s"
+}
+
+# asya_sync_images DIR: the release image the image step built
+# ($IMAGE_DIR, .ci/e2e.sh), byte for byte: its OCI archive, which names
+# the chart's default image (quickstart_service), and a copy of it whose
+# index.json names the same index e2e.local/asya-sync:e2e. The node
+# imports both with the digest reference a pull records
+# (internal/testenv, importImages). Then asya-sync:e2e-next: the amd64
+# image's layer and run configuration under one more layer, holding
+# another runtime script as the service's next release would embed one;
+# the tests point ASYA_RUNTIME_SCRIPT_PATH at it.
+asya_sync_images() {
+  local images=$1 archive=$IMAGE_DIR/asya-sync.oci.tar d=$SCRATCH/asya-sync-oci name
+  [ -f "$archive" ] || missing "no release image at $archive (the image step, .ci/e2e.sh image, builds it)"
+  mkdir -p "$d"
+  tar -C "$d" -xf "$archive"
+  name=$(jq -r '.manifests[0].annotations["io.containerd.image.name"]' "$d/index.json")
+  if [ "$name" != "$(quickstart_service)" ]; then
+    echo "make image named the image $name, the chart's default image is $(quickstart_service)" >&2
+    return 1
+  fi
+  cp "$archive" "$images/asya-sync.tar"
+  jq '.manifests[0].annotations += {"io.containerd.image.name": "e2e.local/asya-sync:e2e", "org.opencontainers.image.ref.name": "e2e"}' \
+    "$d/index.json" >"$SCRATCH/index.json"
+  mv "$SCRATCH/index.json" "$d/index.json"
+  tar -C "$d" -cf "$images/asya-sync-e2e.tar" .
+
+  image_amd64 "$d"
+  gunzip -c "$IMAGE_LAYER" >"$SCRATCH/asya-sync-layer.tar"
+  local next=$SCRATCH/asya-sync-next && mkdir -p "$next/e2e"
+  { cat runtime/asya_runtime.py; echo "# e2e: the next release's runtime"; } >"$next/e2e/asya_runtime.py"
+  layer_of "$next" "$SCRATCH/asya-sync-next.tar"
+  image_archive "$images/asya-sync-next.tar" e2e.local/asya-sync:e2e-next "$(jq -c .config "$IMAGE_CONFIG")" \
+    "$SCRATCH/asya-sync-layer.tar" "$SCRATCH/asya-sync-next.tar"
 }
 
 # node_tier: everything the node tests need, or a loud skip (a failure in CI).

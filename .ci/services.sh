@@ -5,9 +5,14 @@
 #   pstest (a Pub/Sub emulator, internal/pubsubemulator) on
 #   $ASYA_PUBSUB_PORT, default 8085.
 # Installs redis-server, which the state connector's tests (e2e/connector)
-# start themselves, one per test on a free port.
+# start themselves, one per test on a free port, and what `make test`
+# itself needs beside Go: gcc (the race detector links with cgo) and
+# python3 (the runtime's tests).
 # Idempotent: anything already listening is left alone, and nothing is
 # installed twice. Works on a fresh Debian machine (as root or with sudo).
+# The brokers keep running afterwards, for the next run;
+#   .ci/services.sh stop
+# stops what this script started.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -102,7 +107,38 @@ install_redis() {
   echo "redis-server:  $(command -v redis-server) (started by the tests that need it)"
 }
 
-start_rabbitmq
-start_sqs
-start_pubsub
-install_redis
+install_build_tools() {
+  local need=()
+  command -v gcc >/dev/null || need+=(gcc libc6-dev)
+  command -v python3 >/dev/null || need+=(python3)
+  [ ${#need[@]} = 0 ] || apt_install "${need[@]}"
+}
+
+# stop_pid NAME PIDFILE stops a process this script started.
+stop_pid() {
+  if [ -f "$2" ] && kill "$(cat "$2")" 2>/dev/null; then
+    echo "stopped $1"
+  fi
+  rm -f "$2"
+}
+
+stop_all() {
+  stop_pid local-aws-sqs "$SQS_DIR/server.pid"
+  stop_pid "the Pub/Sub emulator" "$PUBSUB_DIR/server.pid"
+  if listening 5672; then
+    $SUDO service rabbitmq-server stop >/dev/null 2>&1 || $SUDO rabbitmqctl stop >/dev/null
+    echo "stopped RabbitMQ"
+  fi
+}
+
+case "${1:-start}" in
+  start)
+    install_build_tools
+    start_rabbitmq
+    start_sqs
+    start_pubsub
+    install_redis
+    ;;
+  stop) stop_all ;;
+  *) echo "usage: .ci/services.sh [start|stop]" >&2; exit 2 ;;
+esac

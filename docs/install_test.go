@@ -7,7 +7,10 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
+
+	"github.com/google/go-cmp/cmp"
 )
 
 // TestMakingACAAndCertificate runs docs/install.md's "Making a CA and
@@ -53,4 +56,69 @@ func TestMakingACAAndCertificate(t *testing.T) {
 	if len(calls) != 1 || !slices.Equal(calls[0], want) {
 		t.Errorf("the procedure ran kubectl as %q, want %q", calls, want)
 	}
+}
+
+// TestFirstInstallIsTheQuickStarts: docs/install.md's first install of the
+// chart is, command for command, the README quick start's broker user and
+// install, which the node tier runs as printed until an actor's message
+// comes back (TestNodeQuickStart): the first install connects its actors.
+func TestFirstInstallIsTheQuickStarts(t *testing.T) {
+	install := shellCommands(fencedAfter(t, "docs/install.md", "## 3. asya-sync", "sh"))
+	var quick []string
+	for _, b := range shellBlocks(t, "README.md", "## Quick start") {
+		quick = append(quick, shellCommands(b)...)
+	}
+	i := slices.Index(quick, "rabbitmqctl add_user asya change-me")
+	if i < 0 || len(quick) < i+len(install) {
+		t.Fatalf("README's quick start does not make the broker user:\n%s", strings.Join(quick, "\n"))
+	}
+	if diff := cmp.Diff(quick[i:i+len(install)], install); diff != "" {
+		t.Errorf("docs/install.md's first install differs from the README's quick start (-quick start +install.md):\n%s", diff)
+	}
+	if !slices.ContainsFunc(install, func(c string) bool { return strings.HasPrefix(c, "helm install asya-sync ./chart") }) {
+		t.Errorf("docs/install.md's first block installs no chart:\n%s", strings.Join(install, "\n"))
+	}
+}
+
+// shellBlocks are the sh blocks of a document's section, up to the next
+// heading of its level.
+func shellBlocks(t *testing.T, file, heading string) []string {
+	t.Helper()
+	_, section, ok := strings.Cut(readDoc(t, file), "\n"+heading+"\n")
+	if !ok {
+		t.Fatalf("%s: no heading %q", file, heading)
+	}
+	level := heading[:strings.Index(heading, " ")+1]
+	if end := strings.Index(section, "\n"+level); end >= 0 {
+		section = section[:end]
+	}
+	var blocks []string
+	for {
+		_, rest, ok := strings.Cut(section, "\n```sh\n")
+		if !ok {
+			return blocks
+		}
+		block, after, _ := strings.Cut(rest, "\n```")
+		blocks = append(blocks, block)
+		section = after
+	}
+}
+
+// shellCommands are a block's commands: continued lines joined, comments
+// and blank lines left out, spaces collapsed.
+func shellCommands(block string) []string {
+	var cmds []string
+	cur := ""
+	for _, line := range strings.Split(block, "\n") {
+		if strings.HasSuffix(line, "\\") {
+			cur += strings.TrimSuffix(line, "\\") + " "
+			continue
+		}
+		line, _, _ = strings.Cut(cur+line, " #")
+		cur = ""
+		if c := strings.Join(strings.Fields(line), " "); c != "" && !strings.HasPrefix(c, "#") {
+			cmds = append(cmds, c)
+		}
+	}
+	return cmds
 }

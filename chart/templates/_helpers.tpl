@@ -40,8 +40,18 @@ app.kubernetes.io/part-of: asya
 {{- end -}}
 {{- end -}}
 
+{{/*
+The service's image, which also writes the runtime script with
+runtimeDelivery initContainer: by digest when image.digest is set (the tag
+then ignored), else by tag, the chart's appVersion unless image.tag says
+otherwise.
+*/}}
 {{- define "asya-sync.image" -}}
+{{- if .Values.image.digest -}}
+{{- printf "%s@%s" .Values.image.repository .Values.image.digest -}}
+{{- else -}}
 {{- printf "%s:%s" .Values.image.repository (default .Chart.AppVersion .Values.image.tag) -}}
+{{- end -}}
 {{- end -}}
 
 {{/* The Service port: 443 for HTTPS hooks, 80 for plain HTTP, unless set. */}}

@@ -10,6 +10,8 @@ import (
 	"os"
 
 	"github.com/asya-sh/asya-sync/internal/version"
+	// The release image has no CA bundle; these roots verify SQS, Pub/Sub and amqps when the system has none.
+	_ "golang.org/x/crypto/x509roots/fallback"
 )
 
 const usage = `asya-sync runs AsyncActors through Metacontroller hooks.

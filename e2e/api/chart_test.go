@@ -126,7 +126,7 @@ func TestHelmLint(t *testing.T) {
 func TestHelmTemplateDefaults(t *testing.T) {
 	ctx := testenv.CtxFor(t, time.Minute)
 	objs := renderChart(t, "asya-system")
-	want := []string{"ClusterRole/asya-sync-reader", "ClusterRoleBinding/asya-sync-reader", "CompositeController/asya-sync", "ConfigMap/asya-sync", "CustomResourceDefinition/asyncactors.asya.sh",
+	want := []string{"ClusterRole/asya-sync-edit", "ClusterRole/asya-sync-reader", "ClusterRole/asya-sync-view", "ClusterRoleBinding/asya-sync-reader", "CompositeController/asya-sync", "ConfigMap/asya-sync", "CustomResourceDefinition/asyncactors.asya.sh",
 		"CustomResourceDefinition/environmentconfigs.apiextensions.crossplane.io", "Deployment/asya-sync", "NetworkPolicy/asya-sync", "PodDisruptionBudget/asya-sync",
 		"Secret/asya-sync-tls", "Secret/asya-sync-token", "Service/asya-sync", "ServiceAccount/asya-sync"}
 	if got := testenv.Keys(objs); strings.Join(got, " ") != strings.Join(want, " ") {

@@ -44,7 +44,8 @@ var quickStartActors = map[string]string{"examples/flat-actor.yaml": "text-analy
 // from the namespace's sink; then the 0.3 example on the same install, its
 // result read from asya-happy-end. The node runs the images under the names
 // the quick start prints (.ci/node.sh, quickstart_*); the driver plays
-// Metacontroller.
+// Metacontroller. The service's pod runs the release image by digest
+// (assertReleaseImage).
 func TestNodeQuickStart(t *testing.T) {
 	needNode(t)
 	blocks := readmeShellBlocks(t, quickStartSection)
@@ -72,6 +73,10 @@ func TestNodeQuickStart(t *testing.T) {
 
 	quickStartStep(t, dir, "0.3 actor, apply and send", legacy[0], "hello")
 	quickStartRead(t, dir, legacy[1], "hello", "quick-2", "map[greeting:hello, Asya]")
+
+	// The chart's default image, which served all of the above, is the
+	// release image make image built, by digest.
+	assertReleaseImage(t, "asya-system", "app.kubernetes.io/instance="+quickStartRelease, releaseDigests(t)["ref"])
 }
 
 // quickStartStep runs one block; a failure reports the actor's pods.

@@ -3,13 +3,16 @@
 package testenv
 
 import (
+	"archive/tar"
 	"bufio"
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net"
 	"os"
 	"os/exec"
+	"path"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -37,7 +40,7 @@ const (
 	// new node starts with. The EndpointSlice controller gives kube-proxy a
 	// Service's Ready pods, and the disruption controller keeps a
 	// PodDisruptionBudget's count, which evictions check.
-	nodeControllers = "garbagecollector,deployment-controller,replicaset-controller,statefulset-controller," +
+	nodeControllers = "garbagecollector,clusterrole-aggregation-controller,deployment-controller,replicaset-controller,statefulset-controller," +
 		"horizontal-pod-autoscaler-controller,namespace-controller,pod-garbage-collector-controller,node-lifecycle-controller," +
 		"serviceaccount-controller,root-ca-certificate-publisher-controller,endpointslice-controller,disruption-controller"
 )
@@ -298,17 +301,76 @@ func (n *node) ctr(args ...string) error {
 	return runCmd(filepath.Join(n.CtrdBin, "ctr"), append([]string{"--address", n.Sock, "--namespace", "k8s.io"}, args...)...)
 }
 
+// importImages imports every archive in dir. An OCI archive (the release
+// image, .ci/node.sh) is imported with the digest reference a pull from a
+// registry records beside the tag, <repository>@<index digest>, so that
+// the kubelet reports the image by that digest as on a cluster.
+// --base-name is the repository of that reference; --local, because
+// ctr's import through the transfer service (containerd 2.x) adds no
+// digest reference to an image its archive names.
 func (n *node) importImages(dir string) error {
 	tars, _ := filepath.Glob(filepath.Join(dir, "*.tar"))
 	if len(tars) == 0 {
 		return fmt.Errorf("no image in %s", dir)
 	}
 	for _, t := range tars {
-		if err := n.ctr("images", "import", "--no-unpack=false", t); err != nil {
+		args := []string{"images", "import", "--no-unpack=false"}
+		repo, err := ociRepository(t)
+		if err != nil {
+			return err
+		}
+		if repo != "" {
+			args = append(args, "--local", "--base-name", repo, "--digests")
+		}
+		if err := n.ctr(append(args, t)...); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// ociRepository is the repository of the name an OCI archive's index.json
+// gives its image (containerd's annotation), or "" for an archive without
+// index.json (docker-archive).
+func ociRepository(archive string) (string, error) {
+	f, err := os.Open(archive)
+	if err != nil {
+		return "", err
+	}
+	defer f.Close()
+	tr := tar.NewReader(f)
+	for {
+		h, err := tr.Next()
+		if err == io.EOF {
+			return "", nil
+		}
+		if err != nil {
+			return "", fmt.Errorf("%s: %w", archive, err)
+		}
+		if path.Clean(h.Name) != "index.json" {
+			continue
+		}
+		var idx struct {
+			Manifests []struct {
+				Annotations map[string]string `json:"annotations"`
+			} `json:"manifests"`
+		}
+		if err := json.NewDecoder(tr).Decode(&idx); err != nil {
+			return "", fmt.Errorf("%s: index.json: %w", archive, err)
+		}
+		if len(idx.Manifests) != 1 {
+			return "", fmt.Errorf("%s: index.json lists %d images, want 1", archive, len(idx.Manifests))
+		}
+		ref := idx.Manifests[0].Annotations["io.containerd.image.name"]
+		// The tag is after the last colon, unless that colon is a port's.
+		if i := strings.LastIndex(ref, ":"); i > strings.LastIndex(ref, "/") {
+			ref = ref[:i]
+		}
+		if ref == "" {
+			return "", fmt.Errorf("%s: index.json names no image (io.containerd.image.name)", archive)
+		}
+		return ref, nil
+	}
 }
 
 func (n *node) startScheduler(c *cluster) error {
