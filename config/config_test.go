@@ -86,8 +86,6 @@ func TestParseErrorsNameTheKey(t *testing.T) {
 		{"unknown runtime delivery", "runtimeDelivery: inline", `runtimeDelivery: "inline" is not configMap, podTemplate or initContainer`},
 		{"init container without image", "runtimeDelivery: initContainer", "runtimeImage: required with runtimeDelivery initContainer"},
 		{"unknown runtime update", "runtimeUpdate: latest", `runtimeUpdate: "latest" is not Pinned or Immediate`},
-		{"two transports, no flat transport", "transports: {r: {type: rabbitmq, config: {host: h}}, s: {type: sqs, config: {region: r, accountId: '1'}}}",
-			"flatActors.transport: required when more than one transport is enabled (enabled: [r s])"},
 		{"flat transport not configured", "flatActors: {transport: q}\ntransports: {r: {type: rabbitmq, config: {host: h}}}",
 			`flatActors.transport: "q" is not configured (configured: [r])`},
 		{"flat transport disabled", "flatActors: {transport: s}\ntransports: {r: {type: rabbitmq, config: {host: h}}, s: {type: sqs, enabled: false, config: {region: r, accountId: '1'}}}",
@@ -105,12 +103,17 @@ func TestParseErrorsNameTheKey(t *testing.T) {
 }
 
 // TestFlatTransport: the transport of flat actors that name none is the
-// one set, else the only enabled one; with none enabled there is none.
+// one set, else the only enabled one; with none or several enabled and
+// none set there is none.
 func TestFlatTransport(t *testing.T) {
 	tests := []struct{ name, yaml, want string }{
 		{"set", "flatActors: {transport: s}\ntransports: {r: {type: rabbitmq, config: {host: h}}, s: {type: sqs, config: {region: r, accountId: '1'}}}", "s"},
 		{"the only enabled one", "transports: {r: {type: rabbitmq, config: {host: h}}, s: {type: sqs, enabled: false, config: {region: r, accountId: '1'}}}", "r"},
 		{"none enabled", "transports: {s: {type: sqs, enabled: false, config: {region: r, accountId: '1'}}}", ""},
+		// An installation of 0.3 actors on two transports starts as it did
+		// before flat actors: none is chosen, and a flat actor naming none
+		// says so in its status.
+		{"two enabled, none set", "transports: {r: {type: rabbitmq, config: {host: h}}, s: {type: sqs, config: {region: r, accountId: '1'}}}", ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -11,7 +11,8 @@ import (
 type FlatActors struct {
 	// Transport serves the flat actors that name none: upstream 1.x picks
 	// the transport per installation, not per actor. Empty: the one
-	// enabled transport, if there is exactly one.
+	// enabled transport, if there is exactly one; with more, none, and
+	// each flat actor that names none says in its status what to set.
 	Transport string `json:"transport"`
 	// SidecarImage is their sidecar: a release that talks HTTP to the
 	// runtime (upstream 0.5.1 and later).
@@ -50,11 +51,9 @@ func (f *FlatActors) check(cfg *Config) error {
 	}
 	enabled := cfg.EnabledNames()
 	if f.Transport == "" {
-		// Without a choice, flat actors that name no spec.transport would
-		// each fail their sync; refuse here, where the key can be named.
-		if len(enabled) > 1 {
-			return fmt.Errorf("flatActors.transport: required when more than one transport is enabled (enabled: %v): it serves the flat actors that name no spec.transport", enabled)
-		}
+		// With several enabled transports and no choice, the service still
+		// starts: an installation with no flat actor needs none, and a
+		// flat actor that names no spec.transport says what to set.
 		if len(enabled) == 1 {
 			f.Transport = enabled[0]
 		}

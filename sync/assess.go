@@ -93,6 +93,11 @@ func (h *Handler) transportOf(spec v1alpha1.AsyncActorSpec) (config.Transport, s
 	name := spec.Transport
 	t, ok := h.Config.Transports[name]
 	switch {
+	case name == "":
+		return t, status.QueueState{Reason: "TransportNotFound", Message: fmt.Sprintf(
+			"%s: none is chosen (enabled transports: %v): set flatActors.transport in the service configuration "+
+				"(the chart's config.flatActors.transport), or spec.transport on the actor",
+			spec.FieldPath("spec.transport"), h.Config.EnabledNames())}, false
 	case !ok:
 		return t, status.QueueState{Reason: "TransportNotFound", Message: fmt.Sprintf(
 			"%s: transport %q is not configured (configured: %v)", spec.FieldPath("spec.transport"), name, h.Config.TransportNames())}, false

@@ -82,7 +82,16 @@ func TestFlatMessagesNameFlatFields(t *testing.T) {
 				}
 				h.Config = cfg
 			},
-			"TransportReady", `the service configuration's flatActors.transport (the actor names no spec.transport): transport "" is not configured`},
+			"TransportReady", `the service configuration's flatActors.transport (the actor names no spec.transport): none is chosen (enabled transports: []): set flatActors.transport`},
+		{"two transports, none chosen for flat actors", base[:len(base)-2] + "}", false,
+			func(_ *hook.SyncRequest, h *Handler) {
+				cfg, err := config.Parse([]byte("transports: {mq: {type: rabbitmq, config: {host: mq, username: asya}}, q: {type: sqs, config: {region: r, accountId: '1'}}}"))
+				if err != nil {
+					t.Fatal(err)
+				}
+				h.Config = cfg
+			},
+			"TransportReady", `the service configuration's flatActors.transport (the actor names no spec.transport): none is chosen (enabled transports: [mq q]): set flatActors.transport in the service configuration (the chart's config.flatActors.transport), or spec.transport on the actor`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			req, h := loadCase(t, filepath.Join(casesDir, "flat-restricted"))

@@ -258,9 +258,10 @@ or else the only enabled transport; empty if neither.
 {{/*
 The service's rules on config.flatActors that span keys, which
 values.schema.json cannot express; each failure names the key the
-service's error names. Their transport must be one of config.transports
-and enabled; with more than one enabled transport it must be set. The
-sink and the sump, x-sink and x-sump unless set, are two different actors.
+service's error names. Their transport, when set, must be one of
+config.transports and enabled (unset with several enabled transports,
+a flat actor that names none says in its status what to set). The sink
+and the sump, x-sink and x-sump unless set, are two different actors.
 */}}
 {{- define "asya-sync.checkFlatActors" -}}
 {{- $flat := default dict .Values.config.flatActors -}}
@@ -276,10 +277,6 @@ sink and the sump, x-sink and x-sump unless set, are two different actors.
 {{- end -}}
 {{- if not (has . $names.enabled) -}}
 {{- fail (printf "config.flatActors.transport: %q is disabled (config.transports.%s.enabled=false): name an enabled one (enabled: %s)" . . (join ", " $names.enabled | default "none")) -}}
-{{- end -}}
-{{- else -}}
-{{- if gt (len $names.enabled) 1 -}}
-{{- fail (printf "config.flatActors.transport is required with more than one enabled transport: name the one of %s that serves flat actors naming none" (join ", " $names.enabled)) -}}
 {{- end -}}
 {{- end -}}
 {{- end -}}

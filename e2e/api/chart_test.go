@@ -646,6 +646,9 @@ func TestHelmNotesSuggestFittingExample(t *testing.T) {
 		notesCase{"the defaults", nil, []string{"flat-actor.yaml", "hello-actor.yaml"}},
 		notesCase{"flat actors on sqs beside rabbitmq", slices.Concat(sqs, []string{"--set", "config.flatActors.transport=sqs"}),
 			[]string{"flat-actor.yaml", "hello-actor.yaml", "flat-actor-0.5.yaml"}},
+		// 0.3 actors on two transports, as before flat actors: the notes
+		// name no flat actor without a transport chosen for it.
+		notesCase{"rabbitmq and sqs, no flat actors' transport", sqs, []string{"hello-actor.yaml", "flat-actor-0.5.yaml"}},
 		notesCase{"sqs alone", slices.Concat(sqs, []string{"--set", "config.transports.rabbitmq.enabled=false"}), []string{"flat-actor.yaml", "flat-actor-0.5.yaml"}},
 		notesCase{"one transport, named queue1", []string{"-f", valuesFile("queue1", `config:
   transports:
