@@ -57,12 +57,16 @@ type assessment struct {
 
 // assess validates the actor and decides who owns its queue.
 func (h *Handler) assess(req *hook.SyncRequest) *assessment {
-	h.serviceDefaults(req.Actor)
+	refused := h.serviceDefaults(req.Actor)
 	a := &assessment{req: req, actor: req.Actor, unwatched: h.unwatched(req.Actor.Spec.Transport)}
 	if req.SpecError != nil {
 		a.problems = append(a.problems, req.SpecError.Error())
 	}
-	a.transport, a.queue, a.found = h.transportOf(a.actor.Spec)
+	if refused != nil {
+		a.queue = *refused // no transport: nothing ensured, released or built
+	} else {
+		a.transport, a.queue, a.found = h.transportOf(a.actor.Spec)
+	}
 	if a.found {
 		a.problems = append(a.problems, validate(a.actor, a.transport)...)
 		a.problems = append(a.problems, validateRuntimeUpdate(a.actor)...)
@@ -141,11 +145,11 @@ func (h *Handler) service() children.Service {
 }
 
 // serviceDefaults completes the actor with what the service configuration
-// decides: the transport of a flat actor that names none.
-func (h *Handler) serviceDefaults(actor *v1alpha1.AsyncActor) {
-	if actor.Spec.Transport == "" {
-		actor.Spec.Transport = generationOf(actor).transport(h.Config)
-	}
+// decides: the transport of a flat actor, from its composition or
+// flatActors.transport. refused, when not nil, is why it has none.
+func (h *Handler) serviceDefaults(actor *v1alpha1.AsyncActor) (refused *status.QueueState) {
+	actor.Spec.Transport, refused = generationOf(actor).transport(actor.Spec, h.Config)
+	return refused
 }
 
 // claimants are the related actors, with the service's defaults, that

@@ -13,6 +13,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/asya-sh/asya-sync/api/flavor"
@@ -74,7 +75,9 @@ type RelatedActor struct {
 }
 
 // List decodes the group's actors, sorted by namespace and name, each as
-// far as transport.Owner reads it: metadata, shape, transport and actor. A
+// far as transport.Owner reads it: metadata, shape, transport, the
+// Crossplane composition fields that can decide a flat actor's transport
+// (ClaimFields.CompositionTransport), and actor. A
 // field of the spec that does not decode costs the actor none of its
 // claim: only the fields read here decide it.
 func (g ActorGroup) List() []*v1alpha1.AsyncActor {
@@ -92,13 +95,16 @@ func (g ActorGroup) List() []*v1alpha1.AsyncActor {
 
 func (r *RelatedActor) decoded() *v1alpha1.AsyncActor {
 	var claim struct {
-		Transport string `json:"transport"`
-		Actor     string `json:"actor"`
+		Transport           string                `json:"transport"`
+		Actor               string                `json:"actor"`
+		CompositionRef      *runtime.RawExtension `json:"compositionRef"`
+		CompositionSelector *runtime.RawExtension `json:"compositionSelector"`
 	}
 	_ = unmarshalSpec(r.Spec, &claim)  // decodes what it can; a field that does not is the empty string
 	gen, _ := v1alpha1.ShapeOf(r.Spec) // a spec that mixes shapes claims as a nested one, as it did before
 	return &v1alpha1.AsyncActor{ObjectMeta: r.Metadata.objectMeta(), Spec: v1alpha1.AsyncActorSpec{
-		Transport: claim.Transport, CurrentSpec: v1alpha1.CurrentSpec{Actor: claim.Actor}, AsyaGeneration: gen}}
+		Transport: claim.Transport, CurrentSpec: v1alpha1.CurrentSpec{Actor: claim.Actor}, AsyaGeneration: gen,
+		ClaimFields: v1alpha1.ClaimFields{CompositionRef: claim.CompositionRef, CompositionSelector: claim.CompositionSelector}}}
 }
 
 // WatchedActor is an actor as a watch of the actors delivers it, read as

@@ -23,7 +23,11 @@ func TestRelatedActorsDecodeTheirClaim(t *testing.T) {
 		"n/no-actor": {"metadata": {"name": "no-actor", "namespace": "n"}, "spec": {"image": "i", "handler": "h.f"}},
 		"n/bad-env": {"metadata": {"name": "bad-env", "namespace": "n"}, "spec": {"actor": "tripler", "transport": "sqs", "env": "not a list"}},
 		"n/bad-transport": {"metadata": {"name": "bad-transport", "namespace": "n"}, "spec": {"transport": 5, "actor": "quadrupler"}},
-		"n/mixed": {"metadata": {"name": "mixed", "namespace": "n"}, "spec": {"actor": "x", "workload": {}}}
+		"n/mixed": {"metadata": {"name": "mixed", "namespace": "n"}, "spec": {"actor": "x", "workload": {}}},
+		"n/claim": {"metadata": {"name": "claim", "namespace": "n"}, "spec": {"actor": "halver", "transport": "sqs",
+			"compositionRef": {"name": "asyncactor-rabbitmq"}, "compositionSelector": {"matchLabels": {"asya.sh/transport": "rabbitmq"}}}},
+		"n/selector": {"metadata": {"name": "selector", "namespace": "n"}, "spec": {"actor": "thirder",
+			"compositionSelector": {"matchLabels": {"asya.sh/transport": "pubsub"}}}}
 	}}}`)
 	req, err := DecodeSyncRequest(body)
 	if err != nil {
@@ -31,6 +35,7 @@ func TestRelatedActorsDecodeTheirClaim(t *testing.T) {
 	}
 	type claim struct {
 		Name, UID, Transport string
+		Composition          string // the transport its composition names
 		QueueActor           string
 		Scoped, Created      bool
 		Terminating          bool
@@ -38,16 +43,19 @@ func TestRelatedActorsDecodeTheirClaim(t *testing.T) {
 	var got []claim
 	for _, a := range req.Related.AsyncActors.List() {
 		name, scoped := a.QueueActor()
-		got = append(got, claim{a.Name, string(a.UID), a.TransportName(), name, scoped,
+		composition, _ := a.Spec.CompositionTransport()
+		got = append(got, claim{a.Name, string(a.UID), a.TransportName(), composition, name, scoped,
 			!a.CreationTimestamp.IsZero(), a.DeletionTimestamp != nil})
 	}
 	want := []claim{
 		{Name: "bad-env", Transport: "sqs", QueueActor: "tripler", Scoped: true},
 		{Name: "bad-transport", QueueActor: "quadrupler", Scoped: true},
+		{Name: "claim", Transport: "sqs", Composition: "rabbitmq", QueueActor: "halver", Scoped: true},
 		{Name: "flat", UID: "u2", QueueActor: "doubler", Scoped: true, Terminating: true},
 		{Name: "mixed", QueueActor: "mixed"}, // mixes shapes: claims as a nested actor, as before
 		{Name: "nested", UID: "u1", Transport: "mq", QueueActor: "nested", Created: true},
 		{Name: "no-actor", Scoped: true}, // names no queue: transport.Owner leaves it out
+		{Name: "selector", Composition: "pubsub", QueueActor: "thirder", Scoped: true},
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("related actors (-want +got):\n%s", diff)

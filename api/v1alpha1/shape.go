@@ -44,7 +44,8 @@ var (
 		"resources", "nodeSelector", "tolerations", "volumes", "volumeMounts", "initContainers", "sidecars",
 		"resiliency", "tracing", "secretRefs", "stateProxy", "flavors"}, claimFields...)
 	// claimFields are Crossplane's (ClaimFields): only an upstream claim
-	// has them, so they are flat, though asya-sync ignores them.
+	// has them, so they are flat; asya-sync reads of them only the
+	// composition's transport (ClaimFields.CompositionTransport).
 	claimFields = []string{"compositionRef", "compositionRevisionRef", "compositionRevisionSelector",
 		"compositionSelector", "compositionUpdatePolicy", "compositeDeletePolicy", "resourceRef",
 		"writeConnectionSecretToRef", "publishConnectionDetailsTo"}

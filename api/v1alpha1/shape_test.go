@@ -43,7 +43,7 @@ func TestShapeOf(t *testing.T) {
 			"scaling.advanced.triggers of the nested 0.3 shape and scaling.additionalTriggers of the flat shape"},
 
 		// Crossplane's claim fields, as upstream's crew chart and
-		// Crossplane's API server write them: flat, and ignored.
+		// Crossplane's API server write them: flat.
 		{"crew claim", `{"actor":"x-sink","transport":"sqs","compositionSelector":{"matchLabels":{"asya.sh/transport":"sqs"}},
 			"image":"i","handler":"asya_crew.sink.sink_handler"}`, Flat, ""},
 		{"every claim field", `{"actor":"a","image":"i","handler":"m.f",

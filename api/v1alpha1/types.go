@@ -63,8 +63,11 @@ type AsyncActorSpec struct {
 	// Transport names a transport in asya-sync's service configuration
 	// (for example rabbitmq or sqs). In the 0.3 shape it is required and
 	// the actor's queue asya-<name> is created there; in the flat shape it
-	// is optional (upstream 0.5's field) and defaults to the service's
-	// transport for flat actors. A name that is unknown or disabled sets
+	// is optional (upstream 0.5's field) and defaults to the transport of
+	// the claim's Crossplane composition (compositionRef asyncactor-<type>
+	// or compositionSelector asya.sh/transport), else the service's
+	// transport for flat actors; naming another transport than the
+	// composition's is refused. A name that is unknown or disabled sets
 	// status TransportError and creates nothing. Changing it moves the actor
 	// to a new queue on the other transport: the old queue and its messages
 	// stay where they are, and the pods roll with the new connection
