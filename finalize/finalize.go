@@ -46,12 +46,18 @@ type Claim struct {
 	// Shared: the queue is the namespace's sink or sump, which every flat
 	// actor of the namespace routes to; it outlives the actor.
 	Shared bool
+	// Adopted: the broker records that asya-sync adopted the queue, which
+	// existed without an owner record when first declared
+	// (transport.Adopter). Release asks the broker.
+	Adopted bool
 }
 
 // Release is the queue step of an actor being deleted, on the broker of
 // its configured transport (brokers nil: none is touched, as in render).
-// The queue is deleted unless it is not the actor's to delete (Kept), or
-// the broker records it to another claim (transport.Held).
+// The queue is deleted unless it is not the actor's to delete (Kept), the
+// broker records that asya-sync adopted it and the actor's generation
+// keeps adopted queues (KeptAdopted), or the broker records it to another
+// claim (transport.Held).
 // Ready means the queue is confirmed gone or kept on purpose, and the actor
 // is then finalized at once: its children need no waiting for, since
 // garbage collection removes them through their owner references, and the
@@ -69,15 +75,64 @@ func Release(ctx context.Context, c Claim, brokers transport.Lookup) status.Queu
 		return status.QueueState{Reason: missing.Reason, Message: missing.Message}
 	}
 	q := transport.QueueOf(c.Actor)
+	if AsksAdopted(c) {
+		err := transport.Attempt(ctx, func(ctx context.Context) (err error) {
+			c.Adopted, err = transport.AdoptedQueue(ctx, broker, q)
+			return err
+		})
+		if err != nil {
+			return failed(q, err)
+		}
+		if kept, ok := KeptAdopted(c); ok {
+			return kept
+		}
+	}
 	err := transport.Attempt(ctx, func(ctx context.Context) error { return broker.Delete(ctx, q) })
 	if err == nil {
 		return released
 	}
+	return failed(q, err)
+}
+
+// failed is the state of a queue step that failed: a queue the broker
+// records to another claim is left to it, and the actor finalized.
+func failed(q transport.Queue, err *transport.Error) status.QueueState {
 	if held, ok := transport.HeldBy(err); ok {
 		return status.QueueState{Ready: true, Reason: "QueueKept", Message: fmt.Sprintf(
 			"queue %s is left, messages and all, to %s, which the broker records as its owner", q.Name(), transport.DescribeClaim(held.Holder))}
 	}
 	return status.QueueState{Reason: err.Reason, Message: "deleting queue " + q.Name() + ": " + err.Error()}
+}
+
+// AsksAdopted says whether the queue's fate depends on its having been
+// adopted (docs/design.md#adopted-queues): only a flat actor's queue
+// does, when the actor does not ask for it to be deleted. The 0.3
+// operator deleted its queues, and so does asya-sync for nested actors.
+func AsksAdopted(c Claim) bool {
+	_, flat := c.Actor.QueueActor()
+	return flat && c.Actor.Annotations[AnnotationQueueDeletionPolicy] != PolicyDelete
+}
+
+// KeptAdopted is the rule for adopted queues: what asya-sync created it
+// may delete, but the queue of a flat actor that it adopted (it existed
+// without an owner record when asya-sync first declared it: upstream's
+// Crossplane composition creates no queue, so someone else provisioned
+// it) is kept, messages and all, unless the actor is annotated
+// asya.sh/queue-deletion-policy: Delete.
+func KeptAdopted(c Claim) (status.QueueState, bool) {
+	if !c.Adopted || !AsksAdopted(c) {
+		return status.QueueState{}, false
+	}
+	return status.QueueState{Ready: true, Reason: "QueueKept", Message: AdoptedMessage(c.Actor, "is left as it is, messages and all")}, true
+}
+
+// AdoptedMessage says of a flat actor's adopted queue what becomes of it
+// on delete (verb: "is kept on delete", "is left as it is"), and how to
+// change that.
+func AdoptedMessage(actor *v1alpha1.AsyncActor, verb string) string {
+	return fmt.Sprintf("queue %s %s: it existed before asya-sync first declared it, so asya-sync adopted it "+
+		"and does not delete it; annotate the actor %s: %s to have it deleted with the actor",
+		transport.QueueOf(actor).Name(), verb, AnnotationQueueDeletionPolicy, PolicyDelete)
 }
 
 // Kept says why the queue stays, if it does: the transport does not

@@ -152,6 +152,13 @@ func (h *Handler) ensureQueue(ctx context.Context, a *assessment) (status.QueueS
 		if len(held) > 0 {
 			return nil
 		}
+		if q.Scoped {
+			adopted, err := transport.AdoptedQueue(ctx, broker, q)
+			if err != nil {
+				return err
+			}
+			state.Reason, state.Message = adoptedState(a.actor, adopted)
+		}
 		if counts, err := broker.Counts(ctx, q); err == nil {
 			state.Queued, state.Processing = counts.Queued, counts.Processing
 		}
@@ -170,6 +177,26 @@ func (h *Handler) ensureQueue(ctx context.Context, a *assessment) (status.QueueS
 	state.Ready = true
 	return state, 0
 }
+
+// adoptedState is what TransportReady says of a flat actor's queue that
+// asya-sync adopted (docs/design.md#adopted-queues): that it is kept when
+// the actor is deleted, or, annotated so, that it is not. Nothing is said
+// of a queue asya-sync created.
+func adoptedState(actor *v1alpha1.AsyncActor, adopted bool) (reason, message string) {
+	switch {
+	case !adopted:
+		return "", ""
+	case finalize.AsksAdopted(finalize.Claim{Actor: actor}):
+		return ReasonQueueAdopted, finalize.AdoptedMessage(actor, "is kept, messages and all, when the actor is deleted")
+	}
+	return ReasonQueueAdopted, fmt.Sprintf("queue %s existed before asya-sync first declared it, so asya-sync adopted it; "+
+		"the actor's annotation %s: %s has it deleted, messages and all, with the actor",
+		transport.QueueOf(actor).Name(), finalize.AnnotationQueueDeletionPolicy, finalize.PolicyDelete)
+}
+
+// ReasonQueueAdopted is TransportReady's reason for a flat actor whose
+// queue asya-sync adopted.
+const ReasonQueueAdopted = "QueueAdopted"
 
 // standBy decides, from the queue step's outcome, whether the actor stands
 // by for a queue the broker records to another claim: its own queue if

@@ -132,7 +132,8 @@ type Broker interface {
 	// Ensure makes the queue exist with the configured settings, or, with
 	// autoCreate off, checks that it exists. It never deletes a queue.
 	// A queue it creates, and its DLQ, are recorded on the broker to
-	// q.Claim(); one found without a record is recorded to it then. A
+	// q.Claim(); one found without a record is recorded to it then (and,
+	// by a broker that records adoption, marked adopted: Adopter). A
 	// queue (or DLQ) recorded to another claim is left as it is, and any
 	// route of q's into it removed: the error is then a *Held.
 	Ensure(ctx context.Context, q Queue) error
@@ -144,6 +145,28 @@ type Broker interface {
 	Counts(ctx context.Context, q Queue) (Counts, error)
 	// Close releases connections.
 	Close() error
+}
+
+// Adopter is a broker that records which queues it adopted: queues that
+// existed, without an owner record, when asya-sync first declared them
+// (docs/design.md#adopted-queues). Its Ensure decides it, atomically with
+// writing the queue's first owner record; Adopted reads what was decided.
+// A broker that records no such thing (SQS, Pub/Sub today) need not
+// implement it: its queues are all taken as created by asya-sync.
+type Adopter interface {
+	// Adopted reports whether q's queue is recorded as adopted. A queue
+	// with no record yet that exists is adopted (asya-sync did not create
+	// it); one recorded to another claim is a *Held error.
+	Adopted(ctx context.Context, q Queue) (bool, error)
+}
+
+// AdoptedQueue asks broker whether q's queue was adopted, if the broker
+// records it; else the answer is false.
+func AdoptedQueue(ctx context.Context, broker Broker, q Queue) (bool, error) {
+	if a, ok := broker.(Adopter); ok {
+		return a.Adopted(ctx, q)
+	}
+	return false, nil
 }
 
 // Reasons a queue operation failed; they become condition reasons.

@@ -188,3 +188,9 @@ func (c *Cached) forget(queue string) {
 func flightKey(q transport.Queue) string {
 	return fmt.Sprintf("%s\x00%s\x00%d\x00%t\x00%t", q.Actor, q.Namespace, q.ProcessingTimeout, q.Scoped, q.Unroutable)
 }
+
+// Adopted always asks the broker: it is asked on finalize, and on the
+// sync of a flat actor, whose answer the status shows.
+func (c *Cached) Adopted(ctx context.Context, q transport.Queue) (bool, error) {
+	return transport.AdoptedQueue(ctx, c.inner, q)
+}

@@ -216,3 +216,16 @@ func (t *instrumented) reachable() (up, known bool) {
 	}
 	return t.answered, t.used
 }
+
+func (t *instrumented) Adopted(ctx context.Context, q transport.Queue) (bool, error) {
+	if _, ok := t.inner.(transport.Adopter); !ok {
+		return false, nil // no broker call to measure
+	}
+	var adopted bool
+	err := t.observe("adopted", func() error {
+		var err error
+		adopted, err = transport.AdoptedQueue(ctx, t.inner, q)
+		return err
+	})
+	return adopted, err
+}

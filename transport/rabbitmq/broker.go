@@ -71,7 +71,7 @@ func (r *Broker) Ensure(ctx context.Context, q transport.Queue) error {
 		}
 		return err
 	}
-	err := r.withChannel(ctx, func(ch *amqp.Channel) error { return r.declare(ch, q) })
+	err := r.declareRecorded(ctx, q)
 	if held, ok := transport.HeldBy(err); ok && held.Queue == q.Name() {
 		if err := r.withChannel(ctx, func(ch *amqp.Channel) error { return r.unroute(ch, q) }); err != nil {
 			return r.explain(ctx, err)
@@ -80,20 +80,28 @@ func (r *Broker) Ensure(ctx context.Context, q transport.Queue) error {
 	return r.explain(ctx, err)
 }
 
-func (r *Broker) declare(ch *amqp.Channel, q transport.Queue) error {
-	actor, queue, exchange := q.Actor, q.Name(), r.cfg.exchange(q)
-	if err := claim(ch, queue, q.Claim()); err != nil {
+// declareRecorded records the queue's claim, and its DLQ's, then declares
+// them (record).
+func (r *Broker) declareRecorded(ctx context.Context, q transport.Queue) error {
+	if _, err := r.record(ctx, q.Name(), q.Claim()); err != nil {
 		return err
-	}
-	if err := ch.ExchangeDeclare(exchange, amqp.ExchangeTopic, true, false, false, false, nil); err != nil {
-		return &amqpStepError{kind: "exchange", name: exchange, shape: "topic, durable", err: err}
 	}
 	if r.cfg.Queues.DLQ.Enabled {
 		// Another claim's queue may bear this name too (an actor named
 		// <actor>-dlq): it is recorded like any queue.
-		if err := claim(ch, q.DLQName(), q.Claim()); err != nil {
+		if _, err := r.record(ctx, q.DLQName(), q.Claim()); err != nil {
 			return err
 		}
+	}
+	return r.withChannel(ctx, func(ch *amqp.Channel) error { return r.declare(ch, q) })
+}
+
+func (r *Broker) declare(ch *amqp.Channel, q transport.Queue) error {
+	actor, queue, exchange := q.Actor, q.Name(), r.cfg.exchange(q)
+	if err := ch.ExchangeDeclare(exchange, amqp.ExchangeTopic, true, false, false, false, nil); err != nil {
+		return &amqpStepError{kind: "exchange", name: exchange, shape: "topic, durable", err: err}
+	}
+	if r.cfg.Queues.DLQ.Enabled {
 		if _, err := ch.QueueDeclare(q.DLQName(), true, false, false, false, nil); err != nil {
 			return &amqpStepError{kind: "queue", name: q.DLQName(), err: err}
 		}
@@ -162,7 +170,9 @@ func (r *Broker) queueArgs(q transport.Queue) amqp.Table {
 
 // Delete deletes the queue and its DLQ, messages and all, each with its
 // owner record, unless the record is another claim's: that queue is left
-// as it is (for the queue, the error is then a *transport.Held). A
+// as it is (for the queue, the error is then a *transport.Held); a record
+// of the claim's marked adopted is the claim's too: whether an adopted
+// queue is deleted is finalize's decision, made before. A
 // transport that does not create its queues records none, so it deletes
 // (asked to by the actor's deletion policy) without asking.
 //
@@ -265,12 +275,14 @@ func (r *Broker) deleteSteps(q transport.Queue) []deleteStep {
 // new one.
 func (r *Broker) deleteClaimed(ctx context.Context, queue, claimed string) error {
 	records := r.cfg.Queues.AutoCreateQueues()
-	err := r.withChannel(ctx, func(ch *amqp.Channel) error {
-		if records {
-			if err := claim(ch, queue, claimed); err != nil {
-				return err
-			}
+	if records {
+		// A record of the claim's, marked adopted or not (a queue adopted
+		// is deleted only when the actor asks: finalize decides).
+		if _, err := r.own(ctx, queue, claimed, false); err != nil {
+			return r.explain(ctx, err)
 		}
+	}
+	err := r.withChannel(ctx, func(ch *amqp.Channel) error {
 		if _, err := ch.QueueDelete(queue, false, false, false); err != nil && !isAMQPCode(err, amqp.NotFound) {
 			return &amqpStepError{kind: "queue", name: queue, err: err}
 		}

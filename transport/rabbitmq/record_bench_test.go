@@ -61,7 +61,7 @@ func BenchmarkRabbitMQEnsure(b *testing.B) {
 		for i := 0; i < b.N; i++ {
 			queue := fmt.Sprintf("asya-%s-%d", prefix, i)
 			made = append(made, queue)
-			if err := claim(ch, queue, "bench"); err != nil {
+			if _, err := claimAs(ch, queue, "bench", false); err != nil {
 				b.Fatal(err)
 			}
 		}
@@ -127,7 +127,7 @@ func BenchmarkRabbitMQDelete(b *testing.B) {
 		})
 	})
 	b.Run("owner record alone", func(b *testing.B) {
-		each(b, "record", func(q transport.Queue) error { return claim(ch, q.Name(), "bench") },
+		each(b, "record", func(q transport.Queue) error { _, err := claimAs(ch, q.Name(), "bench", false); return err },
 			func(q transport.Queue) error { return unclaim(ch, q.Name()) })
 	})
 }
@@ -164,7 +164,7 @@ func TestOwnerRecordMemory(t *testing.T) {
 	for i := range n {
 		queue := fmt.Sprintf("asya-%s-%d", prefix, i)
 		made = append(made, queue)
-		if err := claim(ch, queue, "team-a/"+queue); err != nil {
+		if _, err := claimAs(ch, queue, "team-a/"+queue, false); err != nil {
 			t.Fatal(err)
 		}
 	}
