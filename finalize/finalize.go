@@ -48,7 +48,8 @@ type Claim struct {
 	Shared bool
 	// Adopted: the broker records that asya-sync adopted the queue, which
 	// existed without an owner record when first declared
-	// (transport.Adopter). Release asks the broker.
+	// (transport.Adopter). Release reads it fresh from the broker, never
+	// from what a cached ensure learned.
 	Adopted bool
 }
 

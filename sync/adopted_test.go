@@ -48,6 +48,16 @@ func TestFlatAdoptedQueueStatusAndFinalize(t *testing.T) {
 		t.Fatalf("TransportReady = %s %s %q; want True, %s, saying the queue is kept and how to change that", c.Status, c.Reason, c.Message, ReasonQueueAdopted)
 	}
 
+	// A later sync, whose ensure the cache answers, still says so: the
+	// ensure that reached the broker learned it.
+	resp, err = h.Answer(context.Background(), DecodeBody(t, request(false)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c := conditionIn(resp, "TransportReady"); c.Reason != ReasonQueueAdopted {
+		t.Fatalf("second sync: TransportReady reason %s; want %s", c.Reason, ReasonQueueAdopted)
+	}
+
 	resp, err = h.Answer(context.Background(), DecodeBody(t, request(true)))
 	if err != nil {
 		t.Fatal(err)

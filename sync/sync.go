@@ -153,11 +153,9 @@ func (h *Handler) ensureQueue(ctx context.Context, a *assessment) (status.QueueS
 			return nil
 		}
 		if q.Scoped {
-			adopted, err := transport.AdoptedQueue(ctx, broker, q)
-			if err != nil {
-				return err
-			}
-			state.Reason, state.Message = adoptedState(a.actor, adopted)
+			// What the ensure learned, kept with it while the ensure
+			// cache answers: no broker call of its own.
+			state.Reason, state.Message = adoptedState(a.actor, transport.KnownAdoptedQueue(broker, q))
 		}
 		if counts, err := broker.Counts(ctx, q); err == nil {
 			state.Queued, state.Processing = counts.Queued, counts.Processing

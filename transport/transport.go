@@ -150,14 +150,23 @@ type Broker interface {
 // Adopter is a broker that records which queues it adopted: queues that
 // existed, without an owner record, when asya-sync first declared them
 // (docs/design.md#adopted-queues). Its Ensure decides it, atomically with
-// writing the queue's first owner record; Adopted reads what was decided.
-// A broker that records no such thing (SQS, Pub/Sub today) need not
-// implement it: its queues are all taken as created by asya-sync.
+// writing the queue's first owner record; Adopted reads what was decided
+// from the broker, KnownAdopted what the last Ensure that reached the
+// broker learned. A broker that records no such thing (SQS, Pub/Sub
+// today) need not implement it: its queues are all taken as created by
+// asya-sync.
 type Adopter interface {
-	// Adopted reports whether q's queue is recorded as adopted. A queue
-	// with no record yet that exists is adopted (asya-sync did not create
-	// it); one recorded to another claim is a *Held error.
+	// Adopted reports whether q's queue is recorded as adopted, reading
+	// the record fresh (finalize asks it). A queue with no record yet that
+	// exists is adopted (asya-sync did not create it); one recorded to
+	// another claim is a *Held error.
 	Adopted(ctx context.Context, q Queue) (bool, error)
+	// KnownAdopted reports, without a broker call, whether the last Ensure
+	// (or Adopted) of q's queue that reached the broker found its record
+	// marked adopted; false if none did yet. A sync asks it after its
+	// Ensure, which the ensure cache may have answered: the mark of a
+	// record never changes while the record exists.
+	KnownAdopted(q Queue) bool
 }
 
 // AdoptedQueue asks broker whether q's queue was adopted, if the broker
@@ -167,6 +176,16 @@ func AdoptedQueue(ctx context.Context, broker Broker, q Queue) (bool, error) {
 		return a.Adopted(ctx, q)
 	}
 	return false, nil
+}
+
+// KnownAdoptedQueue is what broker last learned of whether q's queue was
+// adopted (Adopter.KnownAdopted), with no broker call; false if the
+// broker records no adoption.
+func KnownAdoptedQueue(broker Broker, q Queue) bool {
+	if a, ok := broker.(Adopter); ok {
+		return a.KnownAdopted(q)
+	}
+	return false
 }
 
 // Reasons a queue operation failed; they become condition reasons.

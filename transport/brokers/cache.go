@@ -189,8 +189,14 @@ func flightKey(q transport.Queue) string {
 	return fmt.Sprintf("%s\x00%s\x00%d\x00%t\x00%t", q.Actor, q.Namespace, q.ProcessingTimeout, q.Scoped, q.Unroutable)
 }
 
-// Adopted always asks the broker: it is asked on finalize, and on the
-// sync of a flat actor, whose answer the status shows.
+// Adopted always asks the broker: it is asked on finalize, whose decision
+// must not rest on a stale answer.
 func (c *Cached) Adopted(ctx context.Context, q transport.Queue) (bool, error) {
 	return transport.AdoptedQueue(ctx, c.inner, q)
+}
+
+// KnownAdopted is what the last Ensure that reached the broker learned: a
+// sync whose Ensure the cache answered asks the broker nothing more.
+func (c *Cached) KnownAdopted(q transport.Queue) bool {
+	return transport.KnownAdoptedQueue(c.inner, q)
 }

@@ -229,3 +229,8 @@ func (t *instrumented) Adopted(ctx context.Context, q transport.Queue) (bool, er
 	})
 	return adopted, err
 }
+
+// KnownAdopted makes no broker call: there is nothing to measure.
+func (t *instrumented) KnownAdopted(q transport.Queue) bool {
+	return transport.KnownAdoptedQueue(t.inner, q)
+}

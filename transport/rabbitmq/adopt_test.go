@@ -256,3 +256,43 @@ func TestAdoptionIsDecidedOnce(t *testing.T) {
 		}
 	}
 }
+
+// An ensure that reaches the broker learns the record's mark, so that a
+// sync asks no more (KnownAdopted); a Delete forgets it.
+func TestEnsureLearnsAdoption(t *testing.T) {
+	ctx := context.Background()
+	adopted := transport.QueueOf(adoptActor(t, true, nil))
+	created := transport.QueueOf(adoptActor(t, true, nil))
+	provision(t, ctx, adopted.Name(), 1, nil)
+
+	r := newBroker(t)
+	for _, q := range []transport.Queue{adopted, created} {
+		if r.KnownAdopted(q) {
+			t.Fatalf("KnownAdopted(%s) before any ensure; want false", q.Name())
+		}
+		if err := r.Ensure(ctx, q); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if !r.KnownAdopted(adopted) || r.KnownAdopted(created) {
+		t.Fatalf("after the first ensure: KnownAdopted = %v, %v; want true, false", r.KnownAdopted(adopted), r.KnownAdopted(created))
+	}
+
+	// Another replica, or this one restarted, reads the record written.
+	other := newBroker(t)
+	for _, q := range []transport.Queue{adopted, created} {
+		if err := other.Ensure(ctx, q); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if !other.KnownAdopted(adopted) || other.KnownAdopted(created) {
+		t.Fatalf("after another replica's ensure: KnownAdopted = %v, %v; want true, false", other.KnownAdopted(adopted), other.KnownAdopted(created))
+	}
+
+	if err := r.Delete(ctx, adopted); err != nil {
+		t.Fatal(err)
+	}
+	if r.KnownAdopted(adopted) {
+		t.Error("KnownAdopted after Delete; want false")
+	}
+}

@@ -8,6 +8,7 @@ import (
 	"os"
 	"sort"
 	"strings"
+	"sync"
 	"time"
 
 	amqp "github.com/rabbitmq/amqp091-go"
@@ -34,6 +35,19 @@ type Broker struct {
 	channels chan struct{}
 	idle     chan *amqp.Channel
 	http     *http.Client
+
+	// marks is what the last ensure (or Adopted) that reached the broker
+	// read of each queue's owner record: whether it marks the queue
+	// adopted, by queue name (KnownAdopted). A Delete forgets the queue.
+	marksMu sync.Mutex
+	marks   map[string]knownMark
+}
+
+// knownMark is a queue's record as last read: its claim, and whether it
+// marks the queue adopted.
+type knownMark struct {
+	claim   string
+	adopted bool
 }
 
 // New returns the broker of the transport called name; it connects on
@@ -82,10 +96,13 @@ func (r *Broker) Ensure(ctx context.Context, q transport.Queue) error {
 
 // declareRecorded records the queue's claim, and its DLQ's, then declares
 // them (record).
+// What the queue's record says of adoption is kept (KnownAdopted).
 func (r *Broker) declareRecorded(ctx context.Context, q transport.Queue) error {
-	if _, err := r.record(ctx, q.Name(), q.Claim()); err != nil {
+	adopted, err := r.record(ctx, q.Name(), q.Claim())
+	if err != nil {
 		return err
 	}
+	r.learn(q, adopted)
 	if r.cfg.Queues.DLQ.Enabled {
 		// Another claim's queue may bear this name too (an actor named
 		// <actor>-dlq): it is recorded like any queue.
@@ -184,6 +201,8 @@ func (r *Broker) queueArgs(q transport.Queue) amqp.Table {
 // The usual delete (the claim's own queue, no DLQ left) is sent at once
 // (deleteAtOnce); anything else is done one step at a time.
 func (r *Broker) Delete(ctx context.Context, q transport.Queue) error {
+	r.forgetMark(q.Name())
+	defer r.forgetMark(q.Name())
 	if r.deleteAtOnce(ctx, q) {
 		return nil
 	}

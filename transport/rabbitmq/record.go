@@ -184,7 +184,43 @@ func (r *Broker) Adopted(ctx context.Context, q transport.Queue) (bool, error) {
 	case err == nil:
 		adopted, err = r.exists(ctx, q.Name())
 	}
+	if err == nil && recorded {
+		r.learn(q, adopted)
+	}
 	return adopted, r.explain(ctx, err)
+}
+
+// KnownAdopted implements transport.Adopter with no broker call: whether
+// the queue's record, as the last ensure (or Adopted) that reached the
+// broker read or wrote it, marks the queue adopted. A record is written
+// once and its mark never changes while it exists, so a sync whose ensure
+// the ensure cache answered reads it here; finalize asks Adopted instead.
+func (r *Broker) KnownAdopted(q transport.Queue) bool {
+	if q.Unroutable || !r.cfg.Queues.AutoCreateQueues() {
+		return false
+	}
+	r.marksMu.Lock()
+	defer r.marksMu.Unlock()
+	m, ok := r.marks[q.Name()]
+	return ok && m.claim == q.Claim() && m.adopted
+}
+
+// learn keeps what the queue's record of q's claim says of adoption.
+func (r *Broker) learn(q transport.Queue, adopted bool) {
+	r.marksMu.Lock()
+	defer r.marksMu.Unlock()
+	if r.marks == nil {
+		r.marks = map[string]knownMark{}
+	}
+	r.marks[q.Name()] = knownMark{claim: q.Claim(), adopted: adopted}
+}
+
+// forgetMark drops what was known of the queue's record: it is being
+// deleted.
+func (r *Broker) forgetMark(queue string) {
+	r.marksMu.Lock()
+	defer r.marksMu.Unlock()
+	delete(r.marks, queue)
 }
 
 // recorded reports whether the queue has an owner record.
