@@ -226,8 +226,14 @@ func TestVersionBump(t *testing.T) {
 	}
 	changelog := filepath.Join(dir, "CHANGELOG.md")
 	before := readFile(t, changelog)
+	// Unreleased holds this test's entry alone, whatever the tree's holds.
 	unreleased := "### Fixed\n\n- Something that was broken."
-	writeFile(t, changelog, strings.Replace(before, "## [Unreleased]\n", "## [Unreleased]\n\n"+unreleased+"\n", 1))
+	head, rest, _ := strings.Cut(before, "## [Unreleased]\n")
+	_, tail, ok := strings.Cut(rest, "\n## [")
+	if !ok {
+		t.Fatalf("CHANGELOG.md has no section after Unreleased:\n%s", before)
+	}
+	writeFile(t, changelog, head+"## [Unreleased]\n\n"+unreleased+"\n\n## ["+tail)
 	wantOld, err := releaseScript(t, dir, "notes", old)
 	if err != nil {
 		t.Fatal(err)
