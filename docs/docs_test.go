@@ -123,8 +123,14 @@ func documents(t *testing.T) []string {
 // root) that keep says to, outside VCS, caches and test data.
 func repoFiles(t *testing.T, keep func(rel string) bool) []string {
 	t.Helper()
+	return filesUnder(t, root, keep)
+}
+
+// filesUnder is repoFiles of the tree at dir.
+func filesUnder(t *testing.T, dir string, keep func(rel string) bool) []string {
+	t.Helper()
 	var out []string
-	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
+	err := filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
 		}
@@ -135,7 +141,7 @@ func repoFiles(t *testing.T, keep func(rel string) bool) []string {
 			}
 			return nil
 		}
-		rel, _ := filepath.Rel(root, path)
+		rel, _ := filepath.Rel(dir, path)
 		if rel = filepath.ToSlash(rel); keep(rel) {
 			out = append(out, rel)
 		}

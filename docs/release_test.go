@@ -3,7 +3,6 @@ package docs
 import (
 	"bytes"
 	"fmt"
-	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -38,31 +37,10 @@ var (
 // history names older ones), the examples and the chart's values; the
 // same files .ci/release.sh's versioned_docs finds.
 func versionedDocs(t *testing.T, dir string) []string {
-	t.Helper()
-	var out []string
-	err := filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		if d.IsDir() {
-			switch d.Name() {
-			case ".git", ".cache", "node_modules", "testdata":
-				return filepath.SkipDir
-			}
-			return nil
-		}
-		rel, _ := filepath.Rel(dir, path)
-		rel = filepath.ToSlash(rel)
-		if (strings.HasSuffix(rel, ".md") && rel != "CHANGELOG.md") || rel == "chart/values.yaml" ||
-			(strings.HasPrefix(rel, "examples/") && strings.HasSuffix(rel, ".yaml")) {
-			out = append(out, rel)
-		}
-		return nil
+	return filesUnder(t, dir, func(rel string) bool {
+		return (strings.HasSuffix(rel, ".md") && rel != "CHANGELOG.md") || rel == "chart/values.yaml" ||
+			(strings.HasPrefix(rel, "examples/") && strings.HasSuffix(rel, ".yaml"))
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return out
 }
 
 // versionProblems reads the tree at dir: the chart's version, and every
