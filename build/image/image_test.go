@@ -73,28 +73,19 @@ func TestLayerHoldsTheRootFiles(t *testing.T) {
 		"etc/group":  {0o644, group},
 		"tmp/":       {0o1777, ""},
 	}
-	tr := tar.NewReader(rc)
 	seen := 0
-	for {
-		h, err := tr.Next()
-		if err == io.EOF {
-			break
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
+	eachTarEntry(t, rc, func(h *tar.Header, data []byte) {
 		w, ok := want[h.Name]
 		if !ok {
 			t.Errorf("unexpected entry %q", h.Name)
-			continue
+			return
 		}
 		seen++
-		data, _ := io.ReadAll(tr)
 		if h.Mode != w.mode || string(data) != w.data || h.Uid != 0 || h.Gid != 0 || !h.ModTime.Equal(testEpoch) {
 			t.Errorf("%s: mode %o uid %d gid %d mtime %s data %q, want mode %o, root, %s, %q",
 				h.Name, h.Mode, h.Uid, h.Gid, h.ModTime, data, w.mode, testEpoch, w.data)
 		}
-	}
+	})
 	if seen != len(want) {
 		t.Errorf("the layer has %d of the %d entries", seen, len(want))
 	}
@@ -239,26 +230,17 @@ func assertArchiveHoldsLayout(t *testing.T, archive, dir string) {
 		t.Fatal(err)
 	}
 	defer f.Close()
-	tr := tar.NewReader(f)
 	files := 0
-	for {
-		h, err := tr.Next()
-		if err == io.EOF {
-			break
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
+	eachTarEntry(t, f, func(h *tar.Header, got []byte) {
 		if h.Typeflag != tar.TypeReg {
-			continue
+			return
 		}
 		files++
-		got, _ := io.ReadAll(tr)
 		want, err := os.ReadFile(filepath.Join(dir, h.Name))
 		if err != nil || !bytes.Equal(got, want) {
 			t.Errorf("archive entry %s differs from the layout's file (%v)", h.Name, err)
 		}
-	}
+	})
 	onDisk := 0
 	filepath.WalkDir(dir, func(_ string, d fs.DirEntry, _ error) error {
 		if !d.IsDir() {
@@ -369,4 +351,25 @@ func finalStage(dockerfile string) map[string]string {
 		stage[instr] = strings.TrimSpace(args)
 	}
 	return stage
+}
+
+// eachTarEntry calls visit with each entry of the tar stream r and its
+// contents.
+func eachTarEntry(t *testing.T, r io.Reader, visit func(h *tar.Header, data []byte)) {
+	t.Helper()
+	tr := tar.NewReader(r)
+	for {
+		h, err := tr.Next()
+		if err == io.EOF {
+			return
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		data, err := io.ReadAll(tr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		visit(h, data)
+	}
 }
