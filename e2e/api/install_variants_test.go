@@ -66,7 +66,7 @@ func TestInstallVariantsAsPrinted(t *testing.T) {
 }
 
 // installCommands are the helm installs of the chart in installSection's
-// sh blocks, continued lines joined.
+// sh blocks (blockCommands), spaces collapsed.
 func installCommands(t *testing.T) []string {
 	t.Helper()
 	data, err := os.ReadFile(filepath.Join(env.Root, "docs", "install.md"))
@@ -83,21 +83,12 @@ func installCommands(t *testing.T) []string {
 		text = text[:end]
 	}
 	var cmds []string
-	in, cur := false, ""
-	for _, line := range strings.Split(text, "\n") {
-		switch {
-		case line == "```sh":
-			in = true
-		case line == "```":
-			in = false
-		case !in:
-		case strings.HasSuffix(line, "\\"):
-			cur += strings.TrimSuffix(line, "\\")
-		default:
-			if c := strings.Join(strings.Fields(cur+line), " "); strings.HasPrefix(c, "helm install asya-sync ./chart ") {
+	for _, fence := range strings.Split(text, "\n```sh\n")[1:] {
+		block, _, _ := strings.Cut(fence, "\n```")
+		for _, c := range blockCommands(block + "\n") {
+			if c = strings.Join(strings.Fields(c), " "); strings.HasPrefix(c, "helm install asya-sync ./chart ") {
 				cmds = append(cmds, c)
 			}
-			cur = ""
 		}
 	}
 	return cmds

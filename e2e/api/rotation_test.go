@@ -294,6 +294,16 @@ func docCommands(path, heading string) ([]string, error) {
 	if err != nil {
 		return nil, err
 	}
+	cmds := blockCommands(block)
+	if len(cmds) == 0 {
+		return nil, fmt.Errorf("%s: the sh block after %q has no command", path, heading)
+	}
+	return cmds, nil
+}
+
+// blockCommands are the commands of an sh block: comment lines and blank
+// lines left out, continued lines joined.
+func blockCommands(block string) []string {
 	var cmds []string
 	cur := ""
 	for _, line := range strings.Split(strings.TrimSuffix(block, "\n"), "\n") {
@@ -307,10 +317,7 @@ func docCommands(path, heading string) ([]string, error) {
 		cmds = append(cmds, cur+line)
 		cur = ""
 	}
-	if len(cmds) == 0 {
-		return nil, fmt.Errorf("%s: the sh block after %q has no command", path, heading)
-	}
-	return cmds, nil
+	return cmds
 }
 
 // driverAuthorization is the Authorization header the driver presents now.
