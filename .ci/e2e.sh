@@ -363,14 +363,19 @@ prometheus_operator_crds() {
   PROMETHEUS_OPERATOR_CRDS=$MODULE_DIR/example/prometheus-operator-crd
 }
 
-# e2e_packages installs jq from Debian when it is missing: the tests run
-# docs/migrate.md's blocks as printed, and they use it.
+# e2e_packages installs from Debian what is missing of jq (the tests run
+# docs/migrate.md's blocks as printed, which use it, and the image step
+# reads the image's index with it) and rsync (the image step copies the
+# Docker build context with it).
 e2e_packages() {
-  command -v jq >/dev/null && return
-  [ "$(id -u)" = 0 ] || missing "jq is not installed (docs/migrate.md's blocks, which the tests run, use it)"
-  log "installing jq from Debian"
-  { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends jq; } >&2 ||
-    missing "could not install jq from Debian"
+  local need=()
+  command -v jq >/dev/null || need+=(jq)
+  command -v rsync >/dev/null || need+=(rsync)
+  [ ${#need[@]} = 0 ] && return
+  [ "$(id -u)" = 0 ] || missing "${need[*]} not installed (jq: docs/migrate.md's blocks and the image step; rsync: the image step)"
+  log "installing ${need[*]} from Debian"
+  { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${need[@]}"; } >&2 ||
+    missing "could not install ${need[*]} from Debian"
 }
 
 # e2e_env: what every run of the tests needs, built or found, exported.
